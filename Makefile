@@ -1,0 +1,34 @@
+# The two commands of the README. Both do all set-up themselves on a fresh machine:
+# uv (pinned) in .tools/, then the locked environment in .venv/ with assay installed editable.
+UV_VERSION := 0.13.8
+UV := .tools/bin/uv
+export UV_PYTHON_DOWNLOADS := never
+
+.PHONY: setup test demo bench lint clean
+
+setup: .venv/.synced
+
+$(UV):
+	python3 -m venv .tools
+	.tools/bin/pip install --quiet uv==$(UV_VERSION)
+
+.venv/.synced: pyproject.toml uv.lock $(UV)
+	$(UV) sync --frozen
+	touch $@
+
+lint: setup
+	.venv/bin/ruff check src tests bench
+	.venv/bin/ruff format --check src tests bench
+	.venv/bin/mypy
+
+test: lint
+	.venv/bin/pytest
+
+demo: setup
+	.venv/bin/python examples/expressions.py
+
+bench: setup
+	.venv/bin/python bench/expressions.py
+
+clean:
+	rm -rf .venv .tools

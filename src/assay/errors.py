@@ -1,0 +1,80 @@
+"""The one exception tree of assay.
+
+Every error assay raises on purpose derives from ``AssayError`` and from the builtin it
+resembles, so callers can catch either::
+
+    AssayError(Exception)
+    ├── ExpressionError
+    │   ├── ExpressionSyntaxError(SyntaxError)      rejected at compile time: position + caret
+    │   └── ExpressionEvaluationError(TypeError)    JavaScript would throw while evaluating
+    │       └── ExpressionLimitError                a bound on steps or sizes was exceeded
+    └── ContractError(ValueError)                   a malformed declarative filter contract
+
+Errors carry the pieces of their message as attributes, so programs need not parse text.
+"""
+
+from __future__ import annotations
+
+
+class AssayError(Exception):
+    """Base of every error assay raises on purpose."""
+
+
+class ExpressionError(AssayError):
+    """A ``verify_expression`` could not be compiled or evaluated."""
+
+
+class ExpressionSyntaxError(ExpressionError, SyntaxError):
+    """The expression is not in the language; raised by the compiler, never at evaluation.
+
+    ``position`` is the 0-based offset into ``source``; ``caret`` is the source line with a
+    ``^`` under the offending character, for showing to a person.
+    """
+
+    def __init__(self, reason: str, source: str, position: int) -> None:
+        self.reason = reason
+        self.source = source
+        self.position = position
+        line_start = source.rfind("\n", 0, position) + 1
+        line_end = source.find("\n", position)
+        line = source[line_start : line_end if line_end != -1 else len(source)]
+        column = position - line_start
+        self.caret = f"{line}\n{' ' * column}^"
+        message = f"{reason} at position {position}\n{self.caret}"
+        super().__init__(message)
+        # SyntaxError's own fields, so tracebacks and tools render it natively.
+        self.msg = message
+        self.offset = column + 1
+        self.lineno = source.count("\n", 0, position) + 1
+        self.text = line
+
+    def __str__(self) -> str:
+        return self.msg
+
+
+class ExpressionEvaluationError(ExpressionError, TypeError):
+    """Evaluation failed where JavaScript would throw, e.g. reading a property of undefined.
+
+    ``path`` names the expression text whose value was the problem, when there is one.
+    """
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class ExpressionLimitError(ExpressionEvaluationError):
+    """Evaluation exceeded a bound (steps, string or array size); ``limit`` names it."""
+
+    def __init__(self, message: str, limit: str, bound: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.bound = bound
+
+
+class ContractError(AssayError, ValueError):
+    """A declarative filter contract is malformed; ``key`` names the condition at fault."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
