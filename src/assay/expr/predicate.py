@@ -1,0 +1,63 @@
+"""The one shape both contract forms compile to: a predicate over the substrate.
+
+An expression (``verify_expression``) and a declarative filter contract are both
+``Predicate``s: they name the state paths they read (``keys``) and check a state once,
+returning a ``Check`` that holds the verdict and its explanation together, so nothing is
+ever re-run to explain a result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True, slots=True)
+class ConditionEvidence:
+    """What one declarative condition saw: SPEC §3's evidence record.
+
+    ``actual_summary`` is the observed value rendered as JSON and truncated, or ``None``
+    when the key is redacted (then ``redacted`` is true) or was missing.
+    """
+
+    key: str
+    op: str
+    threshold: Any
+    actual_summary: str | None
+    result: bool
+    redacted: bool = False
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One evaluation of a predicate against one state.
+
+    ``result`` is the verdict (``Boolean(value)``), or ``None`` when the predicate could not
+    be evaluated; then ``error`` says why. ``conditions`` is empty for expressions.
+    """
+
+    result: bool | None
+    value: Any
+    error: str | None = None
+    conditions: tuple[ConditionEvidence, ...] = ()
+
+
+@runtime_checkable
+class Predicate(Protocol):
+    """Anything assay can verify: it reads ``keys`` and checks a state."""
+
+    @property
+    def source(self) -> str:
+        """The predicate as its author wrote it, for echoing in outcomes."""
+        ...
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The dotted state paths it reads; a change under one of them may change it."""
+        ...
+
+    def check(self, state: Mapping[str, Any]) -> Check:
+        """Evaluate once against ``state``; never raises for a state it cannot evaluate."""
+        ...
