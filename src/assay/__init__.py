@@ -1,3 +1,18 @@
 """assay: ground truth for agent actions."""
 
+from assay.errors import AssayError as AssayError
+from assay.errors import ContractError as ContractError
+from assay.errors import ExpressionError as ExpressionError
+from assay.errors import ExpressionEvaluationError as ExpressionEvaluationError
+from assay.errors import ExpressionLimitError as ExpressionLimitError
+from assay.errors import ExpressionSyntaxError as ExpressionSyntaxError
+from assay.expr import UNDEFINED as UNDEFINED
+from assay.expr import Check as Check
+from assay.expr import ConditionEvidence as ConditionEvidence
+from assay.expr import Expression as Expression
+from assay.expr import Limits as Limits
+from assay.expr import Predicate as Predicate
+from assay.expr import Undefined as Undefined
+from assay.expr import compile_expression as compile_expression
+
 __version__ = "0.1.0"

@@ -1,0 +1,340 @@
+"""JavaScript values in Python, and the abstract operations of ECMA-262 that the language uses.
+
+The mapping: ``undefined`` is ``UNDEFINED``, ``null`` is ``None``, booleans are ``bool``,
+numbers are ``int`` or ``float`` (JavaScript doubles; arithmetic produces floats), strings are
+``str`` (UTF-16 semantics, see ``strings.py``), arrays are ``list`` and objects are ``dict``.
+Types are tested with ``type(x) is ...``, never ``isinstance``: ``bool`` subclasses ``int``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Final, final
+
+from assay.errors import ExpressionEvaluationError, ExpressionLimitError
+from assay.expr.strings import canonical, utf16_less
+
+__all__ = [
+    "UNDEFINED",
+    "Undefined",
+    "describe",
+    "loose_equal",
+    "number_to_string",
+    "own_keys",
+    "same_value_zero",
+    "strict_equal",
+    "to_boolean",
+    "to_integer",
+    "to_number",
+    "to_primitive",
+    "to_property_key",
+    "to_string",
+    "type_of",
+]
+
+
+@final
+class Undefined:
+    """The type of ``UNDEFINED``, JavaScript's ``undefined``: falsy, equal only to itself."""
+
+    _instance: Undefined | None = None
+
+    def __new__(cls) -> Undefined:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNDEFINED"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self) -> str:
+        return "UNDEFINED"
+
+
+UNDEFINED: Final = Undefined()
+
+NAN: Final = math.nan
+INF: Final = math.inf
+
+_JS_WHITESPACE: Final = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+    "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+_DECIMAL = re.compile(r"[+-]?(?:Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\Z", re.ASCII)
+_RADIX = re.compile(r"0(?:[xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)\Z", re.ASCII)
+_MAX_SAFE: Final = 2**53
+_ARRAY_INDEX_LIMIT: Final = 2**32 - 1
+
+
+def type_of(value: Any) -> str:
+    """``typeof value``."""
+    t = type(value)
+    if t is str:
+        return "string"
+    if t is int or t is float:
+        return "number"
+    if t is bool:
+        return "boolean"
+    if value is UNDEFINED:
+        return "undefined"
+    return "object"
+
+
+def describe(value: Any) -> str:
+    """A short JavaScript-flavoured rendering of a value, for error messages."""
+    t = type(value)
+    if t is str:
+        text = value if len(value) <= 40 else value[:37] + "..."
+        return repr(text)
+    if t is list:
+        return "an array"
+    if t is dict:
+        return "an object"
+    return to_string(value)
+
+
+def to_boolean(value: Any) -> bool:
+    """``Boolean(value)``: JavaScript truthiness (``[]`` and ``{}`` are truthy, NaN is not)."""
+    t = type(value)
+    if t is bool:
+        return bool(value)
+    if t is str:
+        return len(value) > 0
+    if t is int:
+        return bool(value != 0)
+    if t is float:
+        return not (value == 0.0 or value != value)
+    if value is None or value is UNDEFINED:
+        return False
+    return True
+
+
+def _string_to_number(text: str) -> int | float:
+    text = text.strip(_JS_WHITESPACE)
+    if not text:
+        return 0
+    if _DECIMAL.match(text):
+        return float(text.replace("Infinity", "inf"))
+    if _RADIX.match(text):
+        try:
+            return float(int(text, 0))
+        except OverflowError:
+            return INF
+    return NAN
+
+
+def to_number(value: Any) -> int | float:
+    """``Number(value)``: ToNumber. Integers from the state stay ``int``."""
+    t = type(value)
+    if t is int or t is float:
+        return value  # type: ignore[no-any-return]
+    if t is bool:
+        return 1 if value else 0
+    if t is str:
+        return _string_to_number(value)
+    if value is None:
+        return 0
+    if value is UNDEFINED:
+        return NAN
+    if t is list or t is dict:
+        return to_number(to_primitive(value))
+    raise unsupported(value)
+
+
+def to_integer(value: Any) -> int | float:
+    """ToIntegerOrInfinity: NaN becomes 0, infinities stay, everything else truncates."""
+    number = to_number(value)
+    if type(number) is int:
+        return number
+    if number != number:
+        return 0
+    if number in (INF, -INF):
+        return number
+    return int(number)
+
+
+def number_to_string(number: int | float) -> str:
+    """Number::toString(10): the shortest round-trip digits in JavaScript's layout."""
+    if type(number) is int and -_MAX_SAFE <= number <= _MAX_SAFE:
+        return str(number)
+    try:
+        x = float(number)
+    except OverflowError:
+        return "Infinity" if number > 0 else "-Infinity"
+    if x != x:
+        return "NaN"
+    if x == 0:
+        return "0"
+    if x < 0:
+        return "-" + number_to_string(-x)
+    if x == INF:
+        return "Infinity"
+    mantissa, _, exponent_text = repr(x).partition("e")
+    integral, _, fraction = mantissa.partition(".")
+    digits = integral + fraction
+    n = len(integral) + (int(exponent_text) if exponent_text else 0)
+    stripped = digits.lstrip("0")
+    n -= len(digits) - len(stripped)
+    digits = stripped.rstrip("0")
+    k = len(digits)
+    if k <= n <= 21:
+        return digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return "0." + "0" * (-n) + digits
+    e = n - 1
+    sign = "+" if e >= 0 else "-"
+    head = digits if k == 1 else digits[0] + "." + digits[1:]
+    return f"{head}e{sign}{abs(e)}"
+
+
+def to_string(value: Any, depth: int = 0) -> str:
+    """``String(value)``: ToString, arrays joined with commas (nesting bounded)."""
+    t = type(value)
+    if t is str:
+        return value  # type: ignore[no-any-return]
+    if t is int or t is float:
+        return number_to_string(value)
+    if t is bool:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if value is UNDEFINED:
+        return "undefined"
+    if t is list:
+        return join(value, ",", depth)
+    if t is dict:
+        return "[object Object]"
+    raise unsupported(value)
+
+
+_MAX_JOIN_DEPTH: Final = 256
+
+
+def join(items: list[Any], separator: str, depth: int = 0) -> str:
+    """``items.join(separator)``: null and undefined elements become empty strings."""
+    if depth > _MAX_JOIN_DEPTH:
+        raise ExpressionLimitError(
+            f"arrays nested deeper than {_MAX_JOIN_DEPTH} cannot be converted to a string",
+            limit="max_depth",
+            bound=_MAX_JOIN_DEPTH,
+        )
+    parts = [
+        "" if item is None or item is UNDEFINED else to_string(item, depth + 1) for item in items
+    ]
+    return canonical(separator.join(parts))
+
+
+def to_primitive(value: Any) -> Any:
+    """ToPrimitive: arrays become their joined string, objects ``"[object Object]"``."""
+    t = type(value)
+    if t is list:
+        return join(value, ",")
+    if t is dict:
+        return "[object Object]"
+    return value
+
+
+def to_property_key(value: Any) -> str:
+    """ToPropertyKey: the string a value names when used as a property key."""
+    if type(value) is str:
+        return value
+    return to_string(value)
+
+
+def array_index(key: str) -> int | None:
+    """The array index a property key names (canonical decimal below 2**32 - 1), if any."""
+    if not key or not key.isdigit() or not key.isascii() or (key[0] == "0" and len(key) > 1):
+        return None
+    index = int(key)
+    return index if index < _ARRAY_INDEX_LIMIT else None
+
+
+def own_keys(obj: dict[str, Any]) -> list[str]:
+    """An object's own keys in JavaScript order: array indices ascending, then the rest."""
+    indices = [key for key in obj if array_index(key) is not None]
+    if not indices:
+        return list(obj)
+    indices.sort(key=int)
+    return indices + [key for key in obj if array_index(key) is None]
+
+
+def strict_equal(x: Any, y: Any) -> bool:
+    """``x === y``: same type and value; arrays and objects by identity; NaN unequal."""
+    tx = type(x)
+    ty = type(y)
+    if tx is list or tx is dict or ty is list or ty is dict:
+        return x is y
+    if tx is str or ty is str:
+        return tx is ty and x == y
+    if tx is bool or ty is bool:
+        return tx is ty and x == y
+    if (tx is int or tx is float) and (ty is int or ty is float):
+        return x == y  # type: ignore[no-any-return]
+    return x is y
+
+
+def same_value_zero(x: Any, y: Any) -> bool:
+    """SameValueZero (``includes``): strict equality, except NaN equals NaN."""
+    if type(x) is float and x != x:
+        return type(y) is float and y != y
+    return strict_equal(x, y)
+
+
+def _kind(value: Any) -> str:
+    t = type(value)
+    if t is int or t is float:
+        return "number"
+    if t is list or t is dict:
+        return "object"
+    if value is None or value is UNDEFINED:
+        return "nullish"
+    return "string" if t is str else "boolean"
+
+
+def loose_equal(x: Any, y: Any) -> bool:
+    """``x == y``: IsLooselyEqual, with its conversions between types."""
+    kx = _kind(x)
+    ky = _kind(y)
+    if kx == ky:
+        if kx == "nullish":
+            return True
+        return strict_equal(x, y)
+    if kx == "nullish" or ky == "nullish":
+        return False
+    if kx == "boolean":
+        return loose_equal(to_number(x), y)
+    if ky == "boolean":
+        return loose_equal(x, to_number(y))
+    if kx == "object":
+        return loose_equal(to_primitive(x), y)
+    if ky == "object":
+        return loose_equal(x, to_primitive(y))
+    # One number and one string remain.
+    return to_number(x) == to_number(y)
+
+
+def less_than(x: Any, y: Any) -> bool | None:
+    """IsLessThan: ``None`` stands for JavaScript's undefined result (a NaN was involved)."""
+    px = to_primitive(x)
+    py = to_primitive(y)
+    if type(px) is str and type(py) is str:
+        return utf16_less(px, py)
+    nx = to_number(px)
+    ny = to_number(py)
+    if nx != nx or ny != ny:
+        return None
+    return nx < ny
+
+
+def unsupported(value: Any) -> ExpressionEvaluationError:
+    """The error for a non-JSON Python value met during evaluation; it is never looked into."""
+    return ExpressionEvaluationError(
+        f"the state holds a {type(value).__name__}, which is not a JSON value; "
+        "states must contain only dicts, lists, strings, numbers, booleans and None"
+    )
