@@ -22,7 +22,6 @@ from assay.expr.values import (
     join,
     less_than,
     own_keys,
-    same_value_zero,
     strict_equal,
     to_boolean,
     to_integer,
@@ -123,12 +122,7 @@ def add(x: Any, y: Any, max_string: int) -> Any:
         sx = px if type(px) is str else to_string(px)
         sy = py if type(py) is str else to_string(py)
         if len(sx) + len(sy) > max_string:
-            raise ExpressionLimitError(
-                f"a string of {len(sx) + len(sy)} characters exceeds the limit of "
-                f"{max_string} (max_string_length)",
-                limit="max_string_length",
-                bound=max_string,
-            )
+            raise _string_too_long(len(sx) + len(sy), max_string)
         if sx and sy and "\ud800" <= sx[-1] <= "\udbff":
             return canonical(sx + sy)
         return sx + sy
@@ -224,25 +218,25 @@ def _argument(args: tuple[Any, ...], index: int) -> Any:
     return args[index] if len(args) > index else UNDEFINED
 
 
-def string_includes(text: str, args: tuple[Any, ...]) -> bool:
+def string_includes(text: str, args: tuple[Any, ...], max_string: int) -> bool:
     units = to_units(text)
     search = to_units(to_string(_argument(args, 0)))
     return units.find(search, _clamped(_argument(args, 1), len(units))) != -1
 
 
-def string_index_of(text: str, args: tuple[Any, ...]) -> int:
+def string_index_of(text: str, args: tuple[Any, ...], max_string: int) -> int:
     units = to_units(text)
     search = to_units(to_string(_argument(args, 0)))
     return units.find(search, _clamped(_argument(args, 1), len(units)))
 
 
-def string_starts_with(text: str, args: tuple[Any, ...]) -> bool:
+def string_starts_with(text: str, args: tuple[Any, ...], max_string: int) -> bool:
     units = to_units(text)
     search = to_units(to_string(_argument(args, 0)))
     return units.startswith(search, _clamped(_argument(args, 1), len(units)))
 
 
-def string_ends_with(text: str, args: tuple[Any, ...]) -> bool:
+def string_ends_with(text: str, args: tuple[Any, ...], max_string: int) -> bool:
     units = to_units(text)
     search = to_units(to_string(_argument(args, 0)))
     end = _argument(args, 1)
@@ -250,14 +244,14 @@ def string_ends_with(text: str, args: tuple[Any, ...]) -> bool:
     return units.endswith(search, 0, end_index)
 
 
-def string_slice(text: str, args: tuple[Any, ...]) -> str:
+def string_slice(text: str, args: tuple[Any, ...], max_string: int) -> str:
     units = to_units(text)
     start = _relative(_argument(args, 0), len(units), 0)
     end = _relative(_argument(args, 1), len(units), len(units))
     return canonical(units[start:end]) if units is not text else units[start:end]
 
 
-def string_at(text: str, args: tuple[Any, ...]) -> Any:
+def string_at(text: str, args: tuple[Any, ...], max_string: int) -> Any:
     units = to_units(text)
     index = to_integer(_argument(args, 0))
     if index < 0:
@@ -265,33 +259,47 @@ def string_at(text: str, args: tuple[Any, ...]) -> Any:
     return units[int(index)] if 0 <= index < len(units) else UNDEFINED
 
 
-def string_to_lower_case(text: str, args: tuple[Any, ...]) -> str:
+def string_to_lower_case(text: str, args: tuple[Any, ...], max_string: int) -> str:
     return text.lower()
 
 
-def string_to_upper_case(text: str, args: tuple[Any, ...]) -> str:
+def string_to_upper_case(text: str, args: tuple[Any, ...], max_string: int) -> str:
     return text.upper()
 
 
-def string_trim(text: str, args: tuple[Any, ...]) -> str:
+def string_trim(text: str, args: tuple[Any, ...], max_string: int) -> str:
     return text.strip(_JS_WHITESPACE)
 
 
-def array_includes(items: list[Any], args: tuple[Any, ...]) -> bool:
-    search = _argument(args, 0)
-    start = _array_start(_argument(args, 1), len(items))
-    if type(search) is str and start == 0:
-        return search in items
-    return any(same_value_zero(item, search) for item in items[start:])
+def _find(items: list[Any], search: Any, start: int) -> int:
+    """The first index from ``start`` holding a value strictly equal to ``search``, or -1.
 
-
-def array_index_of(items: list[Any], args: tuple[Any, ...]) -> int:
-    search = _argument(args, 0)
-    start = _array_start(_argument(args, 1), len(items))
-    for index in range(start, len(items)):
+    ``list.index`` scans at C speed with Python's ``==``, which matches a superset of strict
+    equality (``1 == True``, equal but distinct lists); each candidate is then confirmed.
+    """
+    if type(search) is float and search != search:
+        return -1
+    while True:
+        try:
+            index = items.index(search, start)
+        except ValueError:
+            return -1
         if strict_equal(items[index], search):
             return index
-    return -1
+        start = index + 1
+
+
+def array_includes(items: list[Any], args: tuple[Any, ...], max_string: int) -> bool:
+    search = _argument(args, 0)
+    start = _array_start(_argument(args, 1), len(items))
+    if type(search) is float and search != search:
+        return any(type(item) is float and item != item for item in items[start:])
+    return _find(items, search, start) != -1
+
+
+def array_index_of(items: list[Any], args: tuple[Any, ...], max_string: int) -> int:
+    search = _argument(args, 0)
+    return _find(items, search, _array_start(_argument(args, 1), len(items)))
 
 
 def _array_start(position: Any, length: int) -> int:
@@ -303,25 +311,39 @@ def _array_start(position: Any, length: int) -> int:
     return int(min(index, length))
 
 
-def array_join(items: list[Any], args: tuple[Any, ...]) -> str:
+def array_join(items: list[Any], args: tuple[Any, ...], max_string: int) -> str:
     separator = _argument(args, 0)
-    return join(items, "," if separator is UNDEFINED else to_string(separator))
+    separator_text = "," if separator is UNDEFINED else to_string(separator)
+    if len(items) > 1 and len(separator_text) * (len(items) - 1) > max_string:
+        raise _string_too_long(len(separator_text) * (len(items) - 1), max_string)
+    result = join(items, separator_text)
+    if len(result) > max_string:
+        raise _string_too_long(len(result), max_string)
+    return result
 
 
-def array_slice(items: list[Any], args: tuple[Any, ...]) -> list[Any]:
+def _string_too_long(length: int, max_string: int) -> ExpressionLimitError:
+    return ExpressionLimitError(
+        f"a string of {length} characters exceeds the limit of {max_string} (max_string_length)",
+        limit="max_string_length",
+        bound=max_string,
+    )
+
+
+def array_slice(items: list[Any], args: tuple[Any, ...], max_string: int) -> list[Any]:
     start = _relative(_argument(args, 0), len(items), 0)
     end = _relative(_argument(args, 1), len(items), len(items))
     return items[start:end]
 
 
-def array_at(items: list[Any], args: tuple[Any, ...]) -> Any:
+def array_at(items: list[Any], args: tuple[Any, ...], max_string: int) -> Any:
     index = to_integer(_argument(args, 0))
     if index < 0:
         index += len(items)
     return items[int(index)] if 0 <= index < len(items) else UNDEFINED
 
 
-Method = Callable[[Any, tuple[Any, ...]], Any]
+Method = Callable[[Any, tuple[Any, ...], int], Any]
 
 STRING_METHODS: Final[dict[str, Method]] = {
     "includes": string_includes,
@@ -357,7 +379,9 @@ def not_a_function(receiver: Any, method: str, path: str) -> ExpressionEvaluatio
     )
 
 
-def call_method(receiver: Any, method: str, args: tuple[Any, ...], path: str) -> Any:
+def call_method(
+    receiver: Any, method: str, args: tuple[Any, ...], path: str, max_string: int
+) -> Any:
     """``receiver.method(...args)`` for the allowed non-callback methods."""
     t = type(receiver)
     if t is str:
@@ -373,7 +397,7 @@ def call_method(receiver: Any, method: str, args: tuple[Any, ...], path: str) ->
         raise unsupported(receiver)
     if implementation is None:
         raise not_a_function(receiver, method, path)
-    return implementation(receiver, args)
+    return implementation(receiver, args, max_string)
 
 
 def object_keys(value: Any) -> list[Any]:

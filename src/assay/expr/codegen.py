@@ -15,6 +15,7 @@ budget, which bounds the only multiplicative cost the language has.
 from __future__ import annotations
 
 import ast
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -205,7 +206,10 @@ class CodeGenerator:
             self.function("test", [*prologue, *body, ast.Return(verdict)]),
         ]
         module = ast.fix_missing_locations(ast.Module(functions, type_ignores=[]))
-        code = compile(module, "<assay expression>", "exec")
+        with warnings.catch_warnings():
+            # Constant operands (`"abc".length`) are fine here; never let them warn a caller.
+            warnings.simplefilter("ignore", SyntaxWarning)
+            code = compile(module, "<assay expression>", "exec")
         namespace: dict[str, Any] = dict(_HELPERS)
         namespace["__builtins__"] = _SAFE_BUILTINS
         namespace["_exceeded"] = self.exceeded_function()
@@ -261,6 +265,14 @@ class CodeGenerator:
     def atom(self, value: Value) -> Value:
         """The same value as a name or a constant, so it can be used more than once."""
         if isinstance(value.expr, ast.Name | ast.Constant):
+            return value
+        target = self.fresh()
+        self.emit(ast.Assign([_store(target)], value.expr))
+        return Value(_name(target), value.kind)
+
+    def named(self, value: Value) -> Value:
+        """The same value as a name; ``is`` tests on a constant would be compiler warnings."""
+        if isinstance(value.expr, ast.Name):
             return value
         target = self.fresh()
         self.emit(ast.Assign([_store(target)], value.expr))
@@ -435,9 +447,10 @@ class CodeGenerator:
         elif isinstance(base, Identifier):
             current = Value(_name(self.lookup_param(base.name) or ""))
         else:
-            current = self.atom(self.value(base))
+            current = self.named(self.value(base))
         if not any(link.optional for link in links):
             return self.links(current, links, texts)
+        current = self.named(current)
         result = self.fresh()
         outer = self.block
         position = 0
@@ -457,7 +470,7 @@ class CodeGenerator:
             end = position + 1
             while end < len(links) and not links[end].optional:
                 end += 1
-            current = self.atom(self.links(current, links[position:end], texts[position:end]))
+            current = self.named(self.links(current, links[position:end], texts[position:end]))
             position = end
         self.assign(result, current.expr)
         self.block = outer
@@ -533,7 +546,12 @@ class CodeGenerator:
         args = [self.atom(self.value(arg)) for arg in link.args]
         arg_tuple = ast.Tuple([arg.expr for arg in args], ast.Load())
         generic = _call(
-            "_call_method", receiver.expr, ast.Constant(name), arg_tuple, ast.Constant(text)
+            "_call_method",
+            receiver.expr,
+            ast.Constant(name),
+            arg_tuple,
+            ast.Constant(text),
+            ast.Constant(self.limits.max_string_length),
         )
         kind = "bool" if name in _BOOLEAN_METHODS else "any"
         if (
@@ -745,7 +763,7 @@ class CodeGenerator:
         return Value(generic, "bool")
 
     def logical(self, node: Logical) -> Value:
-        left = self.atom(self.value(node.left))
+        left = self.named(self.value(node.left))
         if node.op == "??":
             condition: ast.expr = _or(
                 _is(left.expr, ast.Constant(None)), _is(left.expr, _name("_U"))

@@ -76,14 +76,10 @@ class Lexer:
     def error(self, reason: str, position: int) -> ExpressionSyntaxError:
         return ExpressionSyntaxError(reason, self.source, position)
 
-    def tokens(self) -> list[Token]:
-        result: list[Token] = []
-        while True:
-            newline = self._skip_space()
-            token = self._next(newline)
-            result.append(token)
-            if token.kind == "end":
-                return result
+    def next_token(self) -> Token:
+        """The next token; at the end of the source, an ``end`` token every time."""
+        newline = self._skip_space()
+        return self._next(newline)
 
     def _skip_space(self) -> bool:
         source = self.source
@@ -157,7 +153,7 @@ class Lexer:
         end = match.end()
         text = match.group()
         if match.group("dec") is not None:
-            if len(text) > 1 and text[0] == "0" and text[1].isdigit():
+            if text == "0" and source[end : end + 1].isdigit():
                 raise self.error(
                     "numbers may not start with 0 (legacy octal); write 0o17 for octal", start
                 )
@@ -245,3 +241,19 @@ class Lexer:
 
 def _is_hex(text: str) -> bool:
     return all(c in "0123456789abcdefABCDEF" for c in text)
+
+
+class TokenStream:
+    """Tokens read on demand, so that a rejection early in a long source costs little."""
+
+    def __init__(self, source: str) -> None:
+        self._lexer = Lexer(source)
+        self._tokens: list[Token] = []
+
+    def __getitem__(self, index: int) -> Token:
+        tokens = self._tokens
+        while len(tokens) <= index:
+            if tokens and tokens[-1].kind == "end":
+                return tokens[-1]
+            tokens.append(self._lexer.next_token())
+        return tokens[index]

@@ -18,7 +18,7 @@ from assay.expr.builtins import (
     GLOBAL_FUNCTIONS,
     GLOBAL_NAMESPACES,
 )
-from assay.expr.lexer import Lexer, Token
+from assay.expr.lexer import Token, TokenStream
 from assay.expr.syntax import (
     ArrayLiteral,
     Arrow,
@@ -85,7 +85,7 @@ class Parser:
 
     def __init__(self, source: str, max_depth: int) -> None:
         self.source = source
-        self.tokens = Lexer(source).tokens()
+        self.tokens = TokenStream(source)
         self.index = 0
         self.max_depth = max_depth
         self.depth = 0
@@ -146,6 +146,14 @@ class Parser:
             raise self.error(
                 f"the expression is nested deeper than {self.max_depth} levels (max_depth)",
                 position,
+            )
+
+    def check_chain(self, length: int, token: Token) -> None:
+        """A chain (``a.b.c``, ``a + b + c``) deepens the tree without recursing: count it."""
+        if self.depth + length > self.max_depth:
+            raise self.error(
+                f"the expression is nested deeper than {self.max_depth} levels (max_depth)",
+                token.start,
             )
 
     def assignment(self) -> Node:
@@ -251,6 +259,7 @@ class Parser:
 
     def binary(self, min_precedence: int) -> Node:
         left = self.unary()
+        chained = 0
         while True:
             op = self.binary_operator()
             if op is None:
@@ -264,6 +273,8 @@ class Parser:
             if precedence < min_precedence:
                 return left
             operator_token = self.advance()
+            chained += 1
+            self.check_chain(chained, operator_token)
             self.enter(operator_token.start)
             try:
                 right = self.binary(precedence + 1)
@@ -320,10 +331,13 @@ class Parser:
     def postfix(self) -> Node:
         node = self.primary()
         optional_seen = False
+        chained = 0
         while True:
             token = self.peek
             if token.kind != "punct":
                 break
+            chained += 1
+            self.check_chain(chained, token)
             if token.text == ".":
                 self.advance()
                 name = self.property_name()

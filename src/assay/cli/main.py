@@ -1,0 +1,60 @@
+"""``assay``: the command-line entry point and its subcommands.
+
+Exit codes, shared by every subcommand:
+
+    0  success (for ``verify``: the expression held)
+    1  a definite negative answer (for ``verify``: it did not hold, or could not be evaluated)
+    2  usage error or invalid input (bad arguments, unreadable state, expression syntax)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from assay import __version__
+from assay.cli import verify
+
+EXIT_CODES = """exit codes:
+  0  success (verify: the expression held)
+  1  negative answer (verify: it did not hold or could not be evaluated)
+  2  usage error or invalid input
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors that end in a hint and exit with code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n(run '{self.prog} --help' for usage)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="assay",
+        description="Ground truth for agent actions: fire, observe the real state, answer "
+        "with evidence.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"assay {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    verify.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    code: int = args.run(args)
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
