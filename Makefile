@@ -26,9 +26,11 @@ test: lint
 
 demo: setup
 	.venv/bin/python examples/expressions.py
+	.venv/bin/assay verify 'inbox.sent_count >= 15 && drone.mode == "GUIDED"' --state examples/state.json
 
 bench: setup
 	.venv/bin/python bench/expressions.py
+	.venv/bin/python bench/adversarial.py
 
 clean:
 	rm -rf .venv .tools

@@ -13,10 +13,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from adversarial import CASES  # noqa: E402
-
-from assay import ExpressionError, compile_expression  # noqa: E402
-from assay.expr.expression import _compile_cached  # noqa: E402
+from adversarial import CASES
+from assay import ExpressionError, compile_expression
+from assay.expr.expression import _compile_cached
 
 BUDGET_MS = 100.0
 RUNS = 5

@@ -6,6 +6,7 @@ are easy to get wrong, each with the value JavaScript gives (checked with node).
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 
@@ -44,13 +45,15 @@ def same(actual: Any, expected: Any) -> bool:
             and len(actual) == len(expected)
             and all(same(a, e) for a, e in zip(actual, expected, strict=True))
         )
-    return type(actual) is type(expected) or isinstance(expected, int | float) and actual == expected
+    return type(actual) is type(expected) or (
+        isinstance(expected, int | float) and actual == expected
+    )
 
 
 CASES: list[tuple[str, Any]] = [
     # Abstract and strict equality.
-    ('inbox.count == 15', True),
-    ('inbox.count === 15', False),
+    ("inbox.count == 15", True),
+    ("inbox.count === 15", False),
     ("[1] == 1", True),
     ("[1,2] == '1,2'", True),
     ("null == undefined", True),
@@ -107,7 +110,6 @@ CASES: list[tuple[str, Any]] = [
     ("'' + -0", "0"),
     ("'' + (0.1 + 0.2)", "0.30000000000000004"),
     ("'' + 100", "100"),
-    ("'' + 2 ** 0", None),  # placeholder: ** is rejected, tested separately
     # Truthiness and logic.
     ("[] && 'yes'", "yes"),
     ("obj || 'no'", {}),
@@ -229,9 +231,7 @@ CASES: list[tuple[str, Any]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("source", "expected"), [case for case in CASES if case[1] is not None], ids=lambda v: str(v)
-)
+@pytest.mark.parametrize(("source", "expected"), CASES, ids=str)
 def test_value_matches_javascript(source: str, expected: Any) -> None:
     actual = evaluate(source)
     assert same(actual, expected), f"{source} gave {actual!r}, JavaScript gives {expected!r}"
@@ -314,10 +314,6 @@ def test_evaluation_never_mutates_the_state() -> None:
     state = copy.deepcopy(STATE)
     before = copy.deepcopy(state)
     for source, _ in CASES:
-        if source.startswith("'' + 2 **"):
-            continue
-        try:
+        with contextlib.suppress(ExpressionEvaluationError):
             compile_expression(source).evaluate(state)
-        except ExpressionEvaluationError:
-            pass
     assert state == before

@@ -9,10 +9,13 @@ from assay.errors import ExpressionSyntaxError as ExpressionSyntaxError
 from assay.expr import UNDEFINED as UNDEFINED
 from assay.expr import Check as Check
 from assay.expr import ConditionEvidence as ConditionEvidence
+from assay.expr import Contract as Contract
 from assay.expr import Expression as Expression
 from assay.expr import Limits as Limits
 from assay.expr import Predicate as Predicate
 from assay.expr import Undefined as Undefined
+from assay.expr import compile_contract as compile_contract
 from assay.expr import compile_expression as compile_expression
+from assay.redaction import Redaction as Redaction
 
 __version__ = "0.1.0"

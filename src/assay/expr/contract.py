@@ -28,6 +28,7 @@ import re2
 from assay.errors import ContractError
 from assay.expr.path import MISSING, format_path, json_type_name, parse_path, read_path
 from assay.expr.predicate import Check, ConditionEvidence
+from assay.expr.strings import utf16_less
 from assay.redaction import Redaction
 
 OPERATORS: Final = (
@@ -53,6 +54,12 @@ _ORDERING: Final[dict[str, Callable[[Any, Any], bool]]] = {
     "gte": operator.ge,
     "lt": operator.lt,
     "lte": operator.le,
+}
+_STRING_ORDERING: Final[dict[str, Callable[[str, str], bool]]] = {
+    "gt": lambda a, b: utf16_less(b, a),
+    "gte": lambda a, b: not utf16_less(a, b),
+    "lt": utf16_less,
+    "lte": lambda a, b: not utf16_less(b, a),
 }
 _HOLDS_IF_MISSING: Final = frozenset({"ne", "nin"})
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -440,31 +447,25 @@ def _bind_operator(op: str, operand: Any, key: str, authored: str) -> _Test:
     if op == "exists":
         return lambda actual: (operand, None)
     if op in _ORDERING:
-        return _ordering(_ORDERING[op], op, operand, key)
+        return _ordering(op, operand, key)
     if op == "contains":
         return _contains(operand, key)
     return _matches(_compile_pattern(operand, authored), key)
 
 
-def _utf16(text: str) -> bytes:
-    return text.encode("utf-16-be", "surrogatepass")
-
-
-def _ordering(compare: Callable[[Any, Any], bool], op: str, operand: Any, key: str) -> _Test:
+def _ordering(op: str, operand: Any, key: str) -> _Test:
     """Numbers with numbers, strings with strings by UTF-16 code units, as JavaScript does."""
     if isinstance(operand, str):
-        ascii_operand = operand.isascii()
-        units = _utf16(operand)
+        compare_strings = _STRING_ORDERING[op]
 
         def test_string(actual: Any) -> tuple[bool, str | None]:
             if not isinstance(actual, str):
                 return False, f"{key} is {json_type_name(actual)}, {op} needs a string"
-            # Code points and UTF-16 units order alike unless both sides leave ASCII.
-            if ascii_operand or actual.isascii():
-                return compare(actual, operand), None
-            return compare(_utf16(actual), units), None
+            return compare_strings(actual, operand), None
 
         return test_string
+
+    compare = _ORDERING[op]
 
     def test_number(actual: Any) -> tuple[bool, str | None]:
         if isinstance(actual, bool) or not isinstance(actual, int | float):

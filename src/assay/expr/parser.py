@@ -380,6 +380,7 @@ class Parser:
         return Member(node.start, close.end, node, prop, optional=optional)
 
     def call(self, callee: Node) -> Call:
+        self.check_callee_name(callee)
         open_token = self.advance()
         args: list[Node] = []
         while not self.at(")"):
@@ -394,6 +395,21 @@ class Parser:
 
     def bound(self, name: str) -> bool:
         return any(name in scope for scope in self.scopes)
+
+    def check_callee_name(self, callee: Node) -> None:
+        """Reject a call of anything not allowed before reading its arguments."""
+        if (
+            isinstance(callee, Member)
+            and isinstance(callee.prop, str)
+            and not callee.optional
+            and not (isinstance(callee.obj, Identifier) and callee.obj.name in GLOBAL_NAMESPACES)
+            and callee.prop not in ALLOWED_METHODS
+        ):
+            raise self.error(
+                f"the method {callee.prop!r} is not allowed; allowed methods are "
+                f"{', '.join(sorted(ALLOWED_METHODS))}",
+                callee.end - len(callee.prop),
+            )
 
     def check_callee(self, callee: Node, args: list[Node], open_token: Token) -> None:
         if isinstance(callee, Identifier):

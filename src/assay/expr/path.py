@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, NamedTuple
 
 from assay.errors import ContractError
+from assay.expr.values import array_index
 
 
 class _Missing(enum.Enum):
@@ -248,7 +249,7 @@ class PathRead(NamedTuple):
         if isinstance(parent, Mapping):
             why = f"{where} has no key {segment!r}"
         elif isinstance(parent, list | tuple):
-            if _INDEX.fullmatch(segment):
+            if array_index(segment) is not None:
                 count = len(parent)
                 why = f"{where} has {count} element{'' if count == 1 else 's'}"
             else:
@@ -264,8 +265,7 @@ def read_path(state: Any, segments: Sequence[str]) -> PathRead:
     for depth, segment in enumerate(segments):
         if type(value) is dict or isinstance(value, Mapping):
             child = value.get(segment, MISSING)
-        elif isinstance(value, list | tuple) and _INDEX.fullmatch(segment):
-            index = int(segment)
+        elif isinstance(value, list | tuple) and (index := array_index(segment)) is not None:
             child = value[index] if index < len(value) else MISSING
         else:
             child = MISSING
