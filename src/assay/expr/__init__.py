@@ -1,10 +1,10 @@
 """The expression language: JavaScript-style predicates compiled once, evaluated safely."""
 
-from assay.expr.codegen import Limits as Limits
 from assay.expr.contract import Contract as Contract
 from assay.expr.contract import compile_contract as compile_contract
 from assay.expr.expression import Expression as Expression
 from assay.expr.expression import compile_expression as compile_expression
+from assay.expr.limits import Limits as Limits
 from assay.expr.predicate import Check as Check
 from assay.expr.predicate import ConditionEvidence as ConditionEvidence
 from assay.expr.predicate import Predicate as Predicate

@@ -7,8 +7,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from assay.errors import ExpressionError, ExpressionSyntaxError
-from assay.expr.builtins import GLOBAL_FUNCTIONS, GLOBAL_NAMESPACES
-from assay.expr.codegen import CodeGenerator, Limits
+from assay.expr.codegen import CodeGenerator
+from assay.expr.functions import GLOBAL_FUNCTIONS, GLOBAL_NAMESPACES
+from assay.expr.limits import Limits
 from assay.expr.parser import parse
 from assay.expr.path import format_path
 from assay.expr.predicate import Check

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from assay.errors import ExpressionSyntaxError
-from assay.expr.strings import canonical
+from assay.expr.strings import JS_WHITESPACE, canonical
 
 # Longest first, so that ``!==`` is not read as ``!=`` then ``=``.
 _PUNCTUATORS: Final = sorted(
@@ -21,10 +21,7 @@ _PUNCTUATORS: Final = sorted(
     reverse=True,
 )
 _LINE_TERMINATORS: Final = "\n\r\u2028\u2029"
-_WHITESPACE: Final = (
-    "\t\v\f \u00a0\ufeff\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
-    "\u200a\u202f\u205f\u3000"
-)
+_WHITESPACE: Final = "".join(c for c in JS_WHITESPACE if c not in _LINE_TERMINATORS)
 _NUMBER: Final = re.compile(
     r"""
     0[xX](?P<hex>[0-9a-fA-F](?:_?[0-9a-fA-F])*)

@@ -12,13 +12,9 @@ from collections.abc import Iterator
 from typing import Final
 
 from assay.errors import ExpressionSyntaxError
-from assay.expr.builtins import (
-    ALLOWED_METHODS,
-    CALLBACK_METHODS,
-    GLOBAL_FUNCTIONS,
-    GLOBAL_NAMESPACES,
-)
+from assay.expr.functions import GLOBAL_FUNCTIONS, GLOBAL_NAMESPACES
 from assay.expr.lexer import Token, TokenStream
+from assay.expr.methods import ALLOWED_METHODS, CALLBACK_METHODS
 from assay.expr.syntax import (
     ArrayLiteral,
     Arrow,

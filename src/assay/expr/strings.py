@@ -15,6 +15,12 @@ _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _BMP_LIMIT: Final = "\uffff"
 
+# WhiteSpace and LineTerminator of ECMA-262: what trim() removes and Number() skips.
+JS_WHITESPACE: Final = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+    "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
 
 def _split_pair(match: re.Match[str]) -> str:
     code = ord(match.group()) - 0x10000

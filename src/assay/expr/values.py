@@ -13,7 +13,7 @@ import re
 from typing import Any, Final, final
 
 from assay.errors import ExpressionEvaluationError, ExpressionLimitError
-from assay.expr.strings import canonical, utf16_less
+from assay.expr.strings import JS_WHITESPACE, canonical, utf16_less
 
 __all__ = [
     "UNDEFINED",
@@ -59,11 +59,8 @@ UNDEFINED: Final = Undefined()
 
 NAN: Final = math.nan
 INF: Final = math.inf
+JSON_SCALARS: Final = (int, float, bool)
 
-_JS_WHITESPACE: Final = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
-    "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
 _DECIMAL = re.compile(r"[+-]?(?:Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\Z", re.ASCII)
 _RADIX = re.compile(r"0(?:[xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)\Z", re.ASCII)
 _MAX_SAFE: Final = 2**53
@@ -114,7 +111,7 @@ def to_boolean(value: Any) -> bool:
 
 
 def _string_to_number(text: str) -> int | float:
-    text = text.strip(_JS_WHITESPACE)
+    text = text.strip(JS_WHITESPACE)
     if not text:
         return 0
     if _DECIMAL.match(text):
@@ -143,6 +140,15 @@ def to_number(value: Any) -> int | float:
     if t is list or t is dict:
         return to_number(to_primitive(value))
     raise unsupported(value)
+
+
+def to_double(value: Any) -> float:
+    """ToNumber as a Python float (integers beyond the float range become infinities)."""
+    number = to_number(value)
+    try:
+        return float(number)
+    except OverflowError:
+        return INF if number > 0 else -INF
 
 
 def to_integer(value: Any) -> int | float:
@@ -330,6 +336,15 @@ def less_than(x: Any, y: Any) -> bool | None:
     if nx != nx or ny != ny:
         return None
     return nx < ny
+
+
+def string_too_long(length: int, max_string: int) -> ExpressionLimitError:
+    """The error for producing a string longer than ``max_string_length``."""
+    return ExpressionLimitError(
+        f"a string of {length} characters exceeds the limit of {max_string} (max_string_length)",
+        limit="max_string_length",
+        bound=max_string,
+    )
 
 
 def unsupported(value: Any) -> ExpressionEvaluationError:

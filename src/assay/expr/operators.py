@@ -1,0 +1,181 @@
+"""The operators of the language for every value: property reads, ``in``, arithmetic, comparison.
+
+Compiled expressions call these for every case their inline fast paths do not cover. Each
+follows ECMA-262 for JSON values and raises ``ExpressionEvaluationError`` where JavaScript
+throws a TypeError, naming the expression text (``path``) at fault.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from assay.errors import ExpressionEvaluationError
+from assay.expr.strings import canonical, to_units, utf16_length
+from assay.expr.values import (
+    INF,
+    JSON_SCALARS,
+    NAN,
+    UNDEFINED,
+    array_index,
+    describe,
+    less_than,
+    string_too_long,
+    to_double,
+    to_number,
+    to_primitive,
+    to_property_key,
+    to_string,
+    unsupported,
+)
+
+
+def nullish_read(value: Any, key: str, path: str) -> ExpressionEvaluationError:
+    """The error for reading a property of undefined or null, in the spec's wording."""
+    what = "undefined" if value is UNDEFINED else "null"
+    return ExpressionEvaluationError(f"{path} is {what} (reading '{key}')", path=path)
+
+
+def get_member(obj: Any, key: Any, path: str) -> Any:
+    """``obj[key]`` for any value; ``path`` is the source text of ``obj``."""
+    t = type(obj)
+    if t is dict:
+        return obj.get(key if type(key) is str else to_property_key(key), UNDEFINED)
+    if t is list:
+        if type(key) is int:
+            return obj[key] if 0 <= key < len(obj) else UNDEFINED
+        name = to_property_key(key)
+        if name == "length":
+            return len(obj)
+        index = array_index(name)
+        return obj[index] if index is not None and index < len(obj) else UNDEFINED
+    if t is str:
+        name = to_property_key(key)
+        if name == "length":
+            return utf16_length(obj)
+        index = array_index(name)
+        if index is None:
+            return UNDEFINED
+        units = to_units(obj)
+        return units[index] if index < len(units) else UNDEFINED
+    if obj is UNDEFINED or obj is None:
+        raise nullish_read(obj, to_property_key(key), path)
+    if t in JSON_SCALARS:
+        if key is UNDEFINED or key is None:
+            return UNDEFINED
+        to_property_key(key)
+        return UNDEFINED
+    raise unsupported(obj)
+
+
+def get_path(obj: Any, keys: tuple[str, ...], paths: tuple[str, ...]) -> Any:
+    """Read a chain of constant keys from ``obj``: ``obj.a.b`` is ``(("a", "b"), (t, t.a))``."""
+    for key, path in zip(keys, paths, strict=True):
+        obj = get_member(obj, key, path)
+    return obj
+
+
+def length_of(obj: Any, path: str) -> Any:
+    """``obj.length``."""
+    if type(obj) is list:
+        return len(obj)
+    return get_member(obj, "length", path)
+
+
+def has_property(key: Any, obj: Any, path: str) -> bool:
+    """``key in obj``: only arrays and objects can be searched."""
+    t = type(obj)
+    if t is dict:
+        return to_property_key(key) in obj
+    if t is list:
+        name = to_property_key(key)
+        if name == "length":
+            return True
+        index = array_index(name)
+        return index is not None and index < len(obj)
+    raise ExpressionEvaluationError(
+        f"cannot use 'in' to search for {describe(key)} in {path}, which is {describe(obj)}; "
+        "the right side of 'in' must be an object or an array",
+        path=path,
+    )
+
+
+def add(x: Any, y: Any, max_string: int) -> Any:
+    """``x + y``: concatenation when either side is (or converts to) a string."""
+    tx = type(x)
+    ty = type(y)
+    if (tx is int or tx is float) and (ty is int or ty is float):
+        return float(x) + float(y)
+    px = to_primitive(x)
+    py = to_primitive(y)
+    if type(px) is str or type(py) is str:
+        sx = px if type(px) is str else to_string(px)
+        sy = py if type(py) is str else to_string(py)
+        if len(sx) + len(sy) > max_string:
+            raise string_too_long(len(sx) + len(sy), max_string)
+        if sx and sy and "\ud800" <= sx[-1] <= "\udbff":
+            return canonical(sx + sy)
+        return sx + sy
+    return float(to_number(px)) + float(to_number(py))
+
+
+def subtract(x: Any, y: Any) -> float:
+    """``x - y``."""
+    return to_double(x) - to_double(y)
+
+
+def multiply(x: Any, y: Any) -> float:
+    """``x * y``."""
+    return to_double(x) * to_double(y)
+
+
+def divide(x: Any, y: Any) -> float:
+    """``x / y``: IEEE division, so dividing by zero gives an infinity or NaN."""
+    a = to_double(x)
+    b = to_double(y)
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a != a or a == 0:
+            return NAN
+        return INF if (a > 0) == (math.copysign(1.0, b) > 0) else -INF
+
+
+def remainder(x: Any, y: Any) -> float:
+    """``x % y``: the remainder takes the sign of the dividend, as C's fmod."""
+    a = to_double(x)
+    b = to_double(y)
+    try:
+        return math.fmod(a, b)
+    except ValueError:
+        return NAN
+
+
+def negate(x: Any) -> float:
+    """``-x``."""
+    return -to_double(x)
+
+
+def plus(x: Any) -> int | float:
+    """``+x``."""
+    return to_number(x)
+
+
+def less(x: Any, y: Any) -> bool:
+    """``x < y``."""
+    return less_than(x, y) is True
+
+
+def greater(x: Any, y: Any) -> bool:
+    """``x > y``."""
+    return less_than(y, x) is True
+
+
+def less_equal(x: Any, y: Any) -> bool:
+    """``x <= y``."""
+    return less_than(y, x) is False
+
+
+def greater_equal(x: Any, y: Any) -> bool:
+    """``x >= y``."""
+    return less_than(x, y) is False
