@@ -26,9 +26,6 @@ const GLOBALS = new Map(
   }),
 );
 
-// SPEC §3 allows `at` on arrays only; without this, `"abc".at(0)` would answer where assay throws.
-delete String.prototype.at;
-
 // Identifier resolution of SPEC §3: arrow parameters (inner function scopes) first, then the
 // state's own top-level keys, then GLOBALS; `has` claims every name so none reaches globalThis.
 function scopeOf(state) {

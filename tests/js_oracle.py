@@ -113,9 +113,11 @@ def canonical(value: Any, *, undefined: object = None) -> Canonical:
     if isinstance(value, list):
         return ("array", tuple(canonical(item, undefined=undefined) for item in value))
     if isinstance(value, dict):
+        # assay returns the state's own dict; JavaScript's property order is how it reads.
+        ordered = js_property_order_keys(value)
         return (
             "object",
-            tuple((key, canonical(item, undefined=undefined)) for key, item in value.items()),
+            tuple((key, canonical(value[key], undefined=undefined)) for key in ordered),
         )
     return ("unexpected Python value", repr(value))
 
@@ -169,10 +171,14 @@ def js_property_order(value: Any) -> Any:
     if isinstance(value, list):
         return [js_property_order(item) for item in value]
     if isinstance(value, dict):
-        indices = sorted((key for key in value if _is_array_index(key)), key=int)
-        others = [key for key in value if not _is_array_index(key)]
-        return {key: js_property_order(value[key]) for key in (*indices, *others)}
+        return {key: js_property_order(value[key]) for key in js_property_order_keys(value)}
     return value
+
+
+def js_property_order_keys(value: dict[str, Any]) -> list[str]:
+    """An object's keys in JavaScript's order: array indices ascending, then the rest."""
+    indices = sorted((key for key in value if _is_array_index(key)), key=int)
+    return [*indices, *(key for key in value if not _is_array_index(key))]
 
 
 def _is_array_index(key: str) -> bool:
@@ -186,7 +192,7 @@ class JsOracle:
         executable = shutil.which(node)
         if executable is None:
             raise RuntimeError(f"the JavaScript oracle needs Node.js, but {node!r} is not on PATH")
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 -- lives until close()
         self._process = subprocess.Popen(
             [executable, str(SCRIPT)],
             stdin=subprocess.PIPE,

@@ -33,7 +33,6 @@ EXCLUSIONS = (
     "key of plain objects, and `name`, which only functions inherit and no expression reaches.",
     "Integers beyond 2**53 in states: JSON parsers disagree on them, JavaScript rounds them.",
     "State keys equal to the globals (Math, Object, NaN, undefined, ...): they would shadow them.",
-    "String.prototype.at: SPEC §3 allows `at` on arrays only; the oracle deletes it.",
     "Callbacks that are not arrow functions, and array methods called without one: "
     "assay rejects them at compile time, JavaScript only when called.",
     "Globals as values (`Math`, `typeof isNaN`) and members of globals other than the allowed "
@@ -108,8 +107,6 @@ _vocabulary = {*TOP_KEY_HINTS, *ALL_FIELDS, *UNKNOWN_NAMES, *PARAM_NAMES, *INDEX
 assert not (_vocabulary & (PROTOTYPE_PROPERTY_NAMES - ALLOWED_INHERITED_NAMES))
 assert not (set(TOP_KEY_HINTS) & GLOBAL_NAMES)
 
-# ---------------------------------------------------------------------------------------------
-# States
 
 INTERESTING_NUMBERS: tuple[int | float, ...] = (
     0, 1, -1, 2, 3, 5, 10, 15, 31, 42, 100, 1000, -7, 2**31, 2**53 - 1, -(2**53 - 1),
@@ -122,11 +119,11 @@ INTERESTING_STRINGS = (
     "0x1F", "0X1f", "1e3", "1_000", "0b11", "0o17", "  12  ", "1.5", ".5", "5.", "+5", "-5",
     "Infinity", "-Infinity", "infinity", "NaN", "true", "false", "null", "undefined", "1e400",
     "00", "007", "1 2", "e", "E5", "éclair", "Émile", "ß", "ﬁ", "İ", "ΟΔΟΣ", "😀", "a😀b",
-    "𝒳y", "\u00a0x\u00a0", "\ufeff1\ufeff", "\x851\x85", "\x1f2", "\u2028", "\u3000",
-    "\u200b", "\t\n", "\v\f\r", "١٢", "１２", "\ud83d", "x\ude00", "Ａ", "\uffff",
+    "\U0001d4b3y", "\u00a0x\u00a0", "\ufeff1\ufeff", "\x851\x85", "\x1f2", "\u2028", "\u3000",
+    "\u200b", "\t\n", "\v\f\r", "١٢", "\uff11\uff12", "\ud83d", "x\ude00", "\uff21", "\uffff",
     "[object Object]", "1,2", "a,b", ",", "done", "id", "name", "length", "x", "tags",
 )  # fmt: skip
-_ALPHABET = "abcABCxyz 019.-,éÉßﬁİΣς😀𝒳\u00a0\t\n\u3000\ufeff\x85"
+_ALPHABET = "abcABCxyz 019.-,éÉßﬁİΣς😀\U0001d4b3\u00a0\t\n\u3000\ufeff\x85"
 
 numbers = st.one_of(
     st.sampled_from(INTERESTING_NUMBERS),
@@ -199,9 +196,6 @@ def _state(draw: st.DrawFn) -> dict[str, Any]:
     return {key: draw(_TYPED[TOP_KEY_HINTS[key]]) for key in keys}
 
 
-# ---------------------------------------------------------------------------------------------
-# Expressions
-
 COND, OR, AND, EQ, REL, ADD, MUL, UNARY, POSTFIX, PRIMARY = range(1, 11)
 
 NUMBER_LITERALS = (
@@ -217,6 +211,7 @@ STRING_LITERAL_VALUES = (
     "line\nbreak", "tab\there", "back\\slash", "\ud83d\ude00",
 )  # fmt: skip
 NAMED_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\b": "\\b", "\f": "\\f", "\v": "\\v"}
+SPACES = ("  ", "\n", "\t", "\r\n", "\u00a0", "\ufeff", "\u2028", "\u3000", "\v")
 IDENTITY_ESCAPABLE = "acdeghijklmopqswyzACDEGHIJKLMOPQSWYZ-!#$ "
 
 
@@ -250,9 +245,9 @@ class ExpressionBuilder:
         self.env: list[tuple[str, str]] = []
         self.makers: dict[str, tuple[Callable[[str, int], Node], ...]] = {
             NUM: (
-                self._arith, self._arith, self._sign, self._length, self._index_of, self._find_index,
-                self._math, self._number, self._field, self._element_at, self._cond,
-                self._logical,
+                self._arith, self._arith, self._sign, self._length, self._index_of,
+                self._find_index, self._math, self._number, self._field, self._element_at,
+                self._cond, self._logical,
             ),
             STR: (
                 self._concat, self._string_method, self._typeof, self._string, self._join,
@@ -271,16 +266,12 @@ class ExpressionBuilder:
             ANY: (self._member, self._member, self._logical, self._cond, self._other_kind),
         }  # fmt: skip
 
-    # choices ------------------------------------------------------------------------------
-
     def pick(self, options: Sequence[Any]) -> Any:
         return options[self.below(len(options))]
 
     def chance(self, one_in: int) -> bool:
         """True one time in ``one_in``; shrinks to False."""
         return self.below(one_in) == one_in - 1
-
-    # entry --------------------------------------------------------------------------------
 
     def expression(self, depth: int = 4) -> str:
         hint = self.pick((BOOL, ANY, BOOL, NUM, STR, ARR_ANY, OBJ))
@@ -299,8 +290,6 @@ class ExpressionBuilder:
         """Mostly ``hint``, one time in four any hint: mixed types exercise coercions."""
         return self.pick(HINTS) if self.chance(4) else hint
 
-    # syntax -------------------------------------------------------------------------------
-
     def wrap(self, node: Node, min_prec: int, parent_op: str = "") -> str:
         needed = node.prec < min_prec or (parent_op in ("||", "&&") and node.op == "??")
         if needed or (node.prec < PRIMARY and self.chance(16)):
@@ -317,13 +306,18 @@ class ExpressionBuilder:
     def binary(self, left: Node, op: str, right: Node) -> Node:
         if op == "??":
             left_text = self.wrap(left, OR) if left.op == "??" else self.wrap(left, EQ)
-            return Node(f"{left_text} ?? {self.wrap(right, EQ)}", OR, "??")
+            return Node(f"{left_text}{self.space()}?? {self.wrap(right, EQ)}", OR, "??")
         prec = {"||": OR, "&&": AND, "in": REL, "+": ADD, "-": ADD}.get(op)
         if prec is None:
             prec = EQ if op in ("==", "!=", "===", "!==") else REL if op[0] in "<>" else MUL
         left_text = self.wrap(left, prec, op)
         right_text = self.wrap(right, prec + 1, op)
-        return Node(f"{left_text} {op} {right_text}", prec, op if prec <= AND else "")
+        text = f"{left_text}{self.space()}{op}{self.space()}{right_text}"
+        return Node(text, prec, op if prec <= AND else "")
+
+    def space(self) -> str:
+        """Mostly one space; sometimes other JavaScript whitespace or a line terminator."""
+        return self.pick(SPACES) if self.chance(8) else " "
 
     def unary(self, op: str, operand: Node) -> Node:
         text = self.wrap(operand, UNARY)
@@ -375,8 +369,6 @@ class ExpressionBuilder:
         if self.chance(6):
             return f"({name}) => {body}"
         return f"{name} => {body}"
-
-    # leaves -------------------------------------------------------------------------------
 
     def leaf(self, hint: str) -> Node:
         choice = self.below(12)
@@ -442,8 +434,6 @@ class ExpressionBuilder:
             return f"\\u{0xD800 + high:04X}\\u{0xDC00 + low:04x}"
         return f"\\u{code:04X}"
 
-    # makers: numbers ----------------------------------------------------------------------
-
     def _arith(self, hint: str, depth: int) -> Node:
         op = self.pick(("+", "-", "*", "/", "%"))
         left = self.gen(self._operand(NUM), depth)
@@ -505,8 +495,6 @@ class ExpressionBuilder:
         left = self.gen(self.pick((hint, ANY)), depth)
         return self.binary(left, op, self.gen(hint, depth))
 
-    # makers: strings ----------------------------------------------------------------------
-
     def _concat(self, hint: str, depth: int) -> Node:
         left = self.gen(self._operand(STR), depth)
         right = self.gen(self._operand(self.pick((STR, NUM, ANY))), depth)
@@ -532,8 +520,6 @@ class ExpressionBuilder:
         receiver = self.gen(self.pick((ARR_STR, ARR_NUM, ARR_ANY, ARR_OBJ)), depth)
         args = [self.pick(JOIN_SEPARATORS)][: self.pick((0, 1, 1))]
         return self.call(receiver, "join", args)
-
-    # makers: booleans ---------------------------------------------------------------------
 
     def _compare(self, hint: str, depth: int) -> Node:
         op = self.pick(("===", "==", "!==", "!=", "<", "<=", ">", ">="))
@@ -581,8 +567,6 @@ class ExpressionBuilder:
         function = self.pick(("Array.isArray", "isNaN", "Number.isInteger", "Boolean"))
         return self.static_call(function, self.args(self.pick(HINTS), depth, (1, 1, 1, 1, 0)))
 
-    # makers: arrays and objects -----------------------------------------------------------
-
     def _filter(self, hint: str, depth: int) -> Node:
         receiver_hint = hint if hint != ARR_ANY else self.pick((ARR_OBJ, ARR_ANY))
         arrow = self.arrow(_element(receiver_hint), self.pick((BOOL, BOOL, ANY)), depth)
@@ -610,8 +594,6 @@ class ExpressionBuilder:
         receiver_hint = self.pick((ARR_OBJ, ARR_OBJ, ARR_ANY))
         arrow = self.arrow(_element(receiver_hint), self.pick((BOOL, BOOL, ANY)), depth)
         return self.call(self.gen(receiver_hint, depth), "find", [arrow])
-
-    # makers: anything ---------------------------------------------------------------------
 
     def _member(self, hint: str, depth: int) -> Node:
         name = self.pick((*ALL_FIELDS, *ALL_FIELDS, *UNKNOWN_NAMES[:2]))

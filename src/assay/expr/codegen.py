@@ -2,8 +2,8 @@
 
 The generated code is built as a Python ``ast`` directly, never as text: the expression's
 strings and property names enter it only as ``ast.Constant`` values, and every name in it is
-one this module made (``state``, ``_v3``, ``_p1``, the helpers below, four builtins). Arrow
-parameters are renamed, so no identifier of the source reaches the code either.
+one the compiler made (``state``, ``_v3``, ``_p1``, the helpers of ``runtime.py``, three
+builtins). Arrow parameters are renamed, so no identifier of the source reaches the code.
 
 Each node compiles to statements plus a small result expression (A-normal form): property
 chains become one ``try`` block of plain subscripts with a JavaScript-exact fallback, ``&&``

@@ -27,8 +27,9 @@ from assay.expr.values import (
 )
 
 
-def object_keys(value: Any) -> list[Any]:
+def object_keys(*args: Any) -> list[Any]:
     """``Object.keys(value)``."""
+    value = argument(args, 0)
     t = type(value)
     if t is dict:
         return own_keys(value)
@@ -40,8 +41,9 @@ def object_keys(value: Any) -> list[Any]:
     return []
 
 
-def object_values(value: Any) -> list[Any]:
+def object_values(*args: Any) -> list[Any]:
     """``Object.values(value)``."""
+    value = argument(args, 0)
     t = type(value)
     if t is dict:
         return [value[key] for key in own_keys(value)]
@@ -53,8 +55,9 @@ def object_values(value: Any) -> list[Any]:
     return []
 
 
-def object_entries(value: Any) -> list[Any]:
+def object_entries(*args: Any) -> list[Any]:
     """``Object.entries(value)``: ``[key, value]`` pairs."""
+    value = argument(args, 0)
     t = type(value)
     if t is dict:
         return [[key, value[key]] for key in own_keys(value)]
