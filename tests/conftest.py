@@ -1,12 +1,27 @@
-"""Shared fixtures: the Node.js oracle runs once per session."""
+"""Shared fixtures and the Hypothesis profile.
+
+Shared machines stall now and then, so input-generation speed and per-example deadlines are
+not health criteria here; with ``CI`` set, runs are derandomized so a red run reproduces.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from js_oracle import JsOracle
+
+settings.register_profile(
+    "assay",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=bool(os.environ.get("CI")),
+    database=None if os.environ.get("CI") else settings.default.database,
+)
+settings.load_profile("assay")
 
 
 @pytest.fixture(scope="session")
