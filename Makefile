@@ -21,8 +21,19 @@ lint: setup
 	.venv/bin/ruff format --check src tests bench
 	.venv/bin/mypy
 
-test: lint
+test: lint postgres
 	.venv/bin/pytest
+
+# PostgreSQL server binaries for the tests, which run a throwaway cluster of their own
+# (tests/postgres.py). Quick when present; otherwise Debian's package, as root or via sudo.
+.PHONY: postgres
+postgres:
+	@if ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1; \
+	then echo "postgres: PostgreSQL is installed"; \
+	else sudo=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
+		$$sudo apt-get update && \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql; \
+	fi
 
 demo: setup
 	.venv/bin/python examples/expressions.py

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from js_oracle import JsOracle
+from postgres import PostgresCluster, PostgresMissingError
 
 settings.register_profile(
     "assay",
@@ -29,3 +30,20 @@ def js_oracle() -> Iterator[JsOracle]:
     """One ``node`` process for the whole session, closed cleanly at its end."""
     with JsOracle() as oracle:
         yield oracle
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL server for the session, on a free loopback port, removed at its end.
+
+    Fails, never skips, when PostgreSQL is not installed: CI must run real-component tests.
+    """
+    try:
+        cluster = PostgresCluster()
+    except PostgresMissingError as exc:
+        missing = str(exc)
+    else:
+        with cluster:
+            yield cluster.url
+        return
+    pytest.fail(missing, pytrace=False)

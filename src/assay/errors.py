@@ -8,7 +8,10 @@ resembles, so callers can catch either::
     │   ├── ExpressionSyntaxError(SyntaxError)      rejected at compile time: position + caret
     │   └── ExpressionEvaluationError(TypeError)    JavaScript would throw while evaluating
     │       └── ExpressionLimitError                a bound on steps or sizes was exceeded
-    └── ContractError(ValueError)                   a malformed declarative filter contract
+    ├── ContractError(ValueError)                   a malformed declarative filter contract
+    ├── StateError(ValueError)                      a state report was rejected; nothing stored
+    ├── ProbeError(RuntimeError)                    a probe's read of the application failed
+    └── ProbeConfigError(ValueError)                a probe was configured wrongly
 
 Errors carry the pieces of their message as attributes, so programs need not parse text.
 """
@@ -78,3 +81,32 @@ class ContractError(AssayError, ValueError):
     def __init__(self, message: str, key: str | None = None) -> None:
         super().__init__(message)
         self.key = key
+
+
+class StateError(AssayError, ValueError):
+    """A state report or value was rejected as a whole, so nothing was stored.
+
+    ``key`` names the report key or path at fault; for two keys that conflict, ``conflict``
+    names the other one.
+    """
+
+    def __init__(self, message: str, key: str | None = None, conflict: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.conflict = conflict
+
+
+class ProbeError(AssayError, RuntimeError):
+    """A probe's read failed; ``source`` names what was being read (a URL, a state key)."""
+
+    def __init__(self, message: str, *, source: str | None = None) -> None:
+        super().__init__(message)
+        self.source = source
+
+
+class ProbeConfigError(AssayError, ValueError):
+    """A probe was configured wrongly; ``parameter`` names the argument at fault."""
+
+    def __init__(self, message: str, *, parameter: str) -> None:
+        super().__init__(message)
+        self.parameter = parameter

@@ -1,0 +1,197 @@
+"""The canonical form of the substrate: one nested JSON object of plain dicts and lists.
+
+Values are validated and copied on ingest, so a stored tree never aliases a caller's mutable
+value and never holds what JSON cannot carry (sets, objects, NaN, infinities, non-string
+keys). A report's top-level keys are dotted paths (``view.domain``, ``orders["a.b"].status``)
+expanded into nesting; keys inside the values are literal. A key without ``.``, ``[`` or
+``]`` is taken as it is, so ``""`` is an ordinary key.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from assay.errors import ContractError, StateError
+from assay.expr.contract import json_equal
+from assay.expr.path import MISSING, format_path, parse_path
+
+Path = tuple[str, ...]
+"""A path into the substrate as its segments, ``("inbox", "sent_count")``."""
+
+MAX_DEPTH: Final = 256
+"""How deeply a stored value may nest, counting the segments of the path it is stored at."""
+
+_PATH_CHARS: Final = frozenset(".[]")
+_PLAIN_TYPES: Final = (str, int, bool, type(None))
+
+
+class _RejectedError(Exception):
+    """Raised deep in a copy; gathers the path on its way up so the copy needs none."""
+
+    def __init__(self, problem: str, instead: str) -> None:
+        self.problem = problem
+        self.instead = instead
+        self.segments: list[str] = []
+
+
+def canonical_value(value: Any, path: Path = ()) -> Any:
+    """A fresh plain-JSON copy of ``value`` to store at ``path``.
+
+    Tuples become lists; subclasses of ``str``, ``int``, ``float`` and ``dict`` become the
+    plain types. Raise ``StateError`` naming the first place JSON cannot carry.
+    """
+    try:
+        return _copy(value, len(path))
+    except _RejectedError as rejected:
+        where = (*path, *reversed(rejected.segments))
+        raise _error(where, rejected) from None
+
+
+def _error(where: Path, rejected: _RejectedError) -> StateError:
+    shown = format_path(where[:8]) + ("…" if len(where) > 8 else "") if where else "the report"
+    return StateError(
+        f"cannot store {shown}: {rejected.problem}; {rejected.instead}",
+        key=format_path(where) if where else None,
+    )
+
+
+def _copy(value: Any, depth: int) -> Any:
+    kind = type(value)
+    if kind in _PLAIN_TYPES:
+        return value
+    if kind is float:
+        if math.isfinite(value):
+            return value
+        raise _RejectedError(
+            f"{value!r} is not a JSON number", "report a finite number, or null for no value"
+        )
+    if depth >= MAX_DEPTH:
+        raise _RejectedError(
+            f"it nests deeper than {MAX_DEPTH} levels", "flatten the value or store less of it"
+        )
+    if kind is dict or isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for raw, item in value.items():
+            key = raw if type(raw) is str else _plain_key(raw)
+            try:
+                out[key] = _copy(item, depth + 1)
+            except _RejectedError as rejected:
+                rejected.segments.append(key)
+                raise
+        return out
+    if kind is list or kind is tuple:
+        items: list[Any] = []
+        for index, item in enumerate(value):
+            try:
+                items.append(_copy(item, depth + 1))
+            except _RejectedError as rejected:
+                rejected.segments.append(str(index))
+                raise
+        return items
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return _copy(float(value), depth)
+    raise _RejectedError(
+        f"{kind.__name__} is not a JSON type",
+        "report objects, arrays, strings, numbers, booleans or null",
+    )
+
+
+def _plain_key(key: object) -> str:
+    if isinstance(key, str):
+        return str.__str__(key)
+    raise _RejectedError(
+        f"the key {key!r} ({type(key).__name__}) is not a string", "JSON object keys are strings"
+    )
+
+
+_CACHE_LIMIT: Final = 4096
+_paths: dict[str, Path] = {}
+"""Parsed report keys: applications report the same keys over and over."""
+
+
+def report_path(key: str) -> Path:
+    """The path a report key names: parsed when it holds ``.``, ``[`` or ``]``, else itself."""
+    path = _paths.get(key)
+    if path is not None:
+        return path
+    if _PATH_CHARS.isdisjoint(key):
+        return (key,)
+    try:
+        path = parse_path(key)
+    except ContractError as error:
+        raise StateError(f"report key {key!r} is not a path: {error}", key=key) from None
+    if len(_paths) >= _CACHE_LIMIT:
+        _paths.clear()
+    _paths[key] = path
+    return path
+
+
+def expand_report(report: object, leaf: Callable[[Any], Any] | None = None) -> dict[str, Any]:
+    """Validate and copy a report, expanding its dotted keys into nested dicts.
+
+    ``leaf`` wraps each given value (the set operation marks them to be replaced wholesale).
+    Two keys where one writes inside the other (``a`` and ``a.b``), or two spellings of one
+    path, are rejected, naming both keys.
+    """
+    if not isinstance(report, Mapping):
+        raise StateError(
+            f"a report must be an object mapping keys to values, not {type(report).__name__}"
+        )
+    nested: dict[str, Any] = {}
+    made = {id(nested)}  # the dicts expansion created, as opposed to reported values
+    owners: dict[Path, str] = {}
+    for raw, value in report.items():
+        try:
+            key = raw if type(raw) is str else _plain_key(raw)
+        except _RejectedError as rejected:
+            raise _error((), rejected) from None
+        path = report_path(key)
+        node = nested
+        for depth in range(len(path) - 1):
+            child = node.get(path[depth], MISSING)
+            if child is MISSING:
+                child = node[path[depth]] = {}
+                made.add(id(child))
+            elif id(child) not in made:
+                raise _conflict(owners[path[: depth + 1]], key)
+            node = child
+        existing = node.get(path[-1], MISSING)
+        if existing is not MISSING:
+            if id(existing) in made:
+                inner = next(k for p, k in owners.items() if p[: len(path)] == path)
+                raise _conflict(key, inner)
+            first = owners[path]
+            raise StateError(
+                f"report keys {first!r} and {key!r} both name {format_path(path)}; "
+                "send one of them",
+                key=key,
+                conflict=first,
+            )
+        copied = canonical_value(value, path)
+        node[path[-1]] = copied if leaf is None else leaf(copied)
+        owners[path] = key
+    return nested
+
+
+def _conflict(outer: str, inner: str) -> StateError:
+    return StateError(
+        f"report keys {outer!r} and {inner!r} conflict: {outer!r} sets a value and {inner!r} "
+        f"writes inside it; send one of them, or nest the inner value in the outer one",
+        key=outer,
+        conflict=inner,
+    )
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """JSON equality with ``MISSING`` equal only to itself; identical objects are equal."""
+    if a is b:
+        return True
+    if a is MISSING or b is MISSING:
+        return False
+    return json_equal(a, b)

@@ -1,0 +1,164 @@
+"""``HttpProbe``: GET a JSON endpoint of the application and own what it answers.
+
+The whole document, or the part an RFC 6901 pointer selects, goes under one state key
+(``into="inbox"``); without ``into`` it must be an object, and its top-level keys are the
+keys the probe owns. Any answer other than a 2xx JSON document is a failed read whose
+message names the URL, the status and what was wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+import httpx
+
+from assay.errors import ProbeConfigError, ProbeError
+from assay.expr.path import format_path, json_type_name, parse_path
+from assay.state.probes.pointer import JsonPointer
+from assay.state.probes.probe import DEFAULT_INTERVAL, check_interval, display_url
+
+EXCERPT: Final = 200
+"""How much of an unexpected response body a message quotes."""
+
+_PHASES: Final = {
+    httpx.ConnectTimeout: "connecting",
+    httpx.WriteTimeout: "sending the request",
+    httpx.ReadTimeout: "waiting for the response",
+    httpx.PoolTimeout: "waiting for a free connection",
+}
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _excerpt(text: str) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= EXCERPT else text[: EXCERPT - 1] + "…")
+
+
+class HttpProbe:
+    """Reads a JSON endpoint with ``GET``; ``client`` given is used and left open."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        into: str | None = None,
+        pointer: str | None = None,
+        interval: float = DEFAULT_INTERVAL,
+        timeout: float = 2.0,
+        headers: Mapping[str, str] | None = None,
+        client: httpx.AsyncClient | None = None,
+        name: str | None = None,
+    ) -> None:
+        try:
+            scheme = httpx.URL(url).scheme
+        except httpx.InvalidURL as exc:
+            raise ProbeConfigError(
+                f"{display_url(url)!r} is not a valid URL: {exc}", parameter="url"
+            ) from None
+        if scheme not in ("http", "https"):
+            raise ProbeConfigError(
+                f"HttpProbe reads http:// or https:// URLs, got {display_url(url)!r}",
+                parameter="url",
+            )
+        if into is not None:
+            parse_path(into)
+        if not timeout > 0:
+            raise ProbeConfigError(
+                f"timeout is a positive number of seconds, got {timeout!r}", parameter="timeout"
+            )
+        self.url = url
+        self.into = into
+        self.pointer = JsonPointer(pointer) if pointer is not None else None
+        self.interval = check_interval(interval)
+        self.timeout = float(timeout)
+        self.headers = {"Accept": "application/json", **(headers or {})}
+        self.name = name if name is not None else display_url(url)
+        self._shown = display_url(url)
+        self._given_client = client
+        self._own_client: httpx.AsyncClient | None = None
+
+    def __repr__(self) -> str:
+        return f"HttpProbe({self._shown!r}, into={self.into!r}, name={self.name!r})"
+
+    async def __aenter__(self) -> HttpProbe:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def read(self) -> dict[str, Any]:
+        """GET the URL and answer the owned keys; ``ProbeError`` on any other outcome."""
+        request = f"GET {self._shown}"
+        try:
+            response = await self._client().get(
+                self.url, headers=self.headers, timeout=self.timeout
+            )
+        except httpx.TimeoutException as exc:
+            phase = _PHASES.get(type(exc), "waiting")
+            raise ProbeError(
+                f"{request} timed out after {self.timeout:g} s while {phase}",
+                source=self._shown,
+            ) from exc
+        except httpx.HTTPError as exc:
+            what = "could not connect" if isinstance(exc, httpx.ConnectError) else "failed"
+            raise ProbeError(
+                f"{request} {what}: {exc or type(exc).__name__}", source=self._shown
+            ) from exc
+        status = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
+        if not response.is_success:
+            raise ProbeError(
+                f"{request} answered {status}, expected a 2xx JSON response; body "
+                f"{_excerpt(response.text)}",
+                source=self._shown,
+            )
+        try:
+            document = json.loads(response.content, parse_constant=_reject_constant)
+        except ValueError as exc:
+            content_type = response.headers.get("content-type", "no content-type")
+            raise ProbeError(
+                f"{request} answered {status} with a body that is not JSON ({content_type}; "
+                f"{exc}): {_excerpt(response.text)}",
+                source=self._shown,
+            ) from exc
+        return self._select(document, request)
+
+    async def aclose(self) -> None:
+        """Close the client this probe made for itself; a given client is left open."""
+        client, self._own_client = self._own_client, None
+        if client is not None:
+            await client.aclose()
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._given_client is not None:
+            return self._given_client
+        if self._own_client is None:
+            self._own_client = httpx.AsyncClient(timeout=self.timeout)
+        return self._own_client
+
+    def _select(self, document: Any, request: str) -> dict[str, Any]:
+        value = document
+        where = "the response"
+        if self.pointer is not None:
+            try:
+                value = self.pointer.resolve(document)
+            except LookupError as exc:
+                raise ProbeError(
+                    f"JSON pointer {self.pointer.text!r} does not resolve in the response of "
+                    f"{request}: {exc}",
+                    source=self._shown,
+                ) from exc
+            where = f"the value at JSON pointer {self.pointer.text!r}"
+        if self.into is not None:
+            return {self.into: value}
+        if not isinstance(value, dict):
+            raise ProbeError(
+                f"{where} of {request} is {json_type_name(value)}; without into= it must be "
+                "an object whose keys become state keys (pass into='key' to keep it whole)",
+                source=self._shown,
+            )
+        return {format_path((key,)): item for key, item in value.items()}

@@ -1,0 +1,105 @@
+"""Snapshots of the substrate, and ``changed_fields`` between two of them.
+
+A leaf is a value that is not an object with keys: a string, number, boolean, null, an
+array (arrays are compared whole) or an empty object ``{}``. Objects with keys recurse.
+When a value changes between an object with keys and a leaf, the old leaves are
+``removed`` and the new ones ``added`` at their own paths: ``{"a": {"b": 1}}`` to
+``{"a": 2}`` is ``a.b`` removed and ``a`` added. ``kind`` is ``changed`` only for a leaf on
+both sides. Counting ``{}`` as a leaf makes the list complete: applying it (removals first,
+pruning the objects they empty, then the rest) turns the first substrate into the second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final, Literal
+
+from assay.expr.path import MISSING, format_path, parse_path
+from assay.state.canonical import Path
+from assay.state.diff import Change, diff_objects
+
+ChangeKind = Literal["changed", "added", "removed"]
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False, weakref_slot=True)
+class Snapshot:
+    """The substrate as of ``version``: ``objects`` is the root of a tree nobody mutates.
+
+    Taking one is free: the store's trees are never changed in place, a change copies the
+    dicts along its paths and shares the rest, so a snapshot is a root and a version.
+    ``captured_at`` is the UTC time of the change that made it, ``monotonic`` the same
+    instant on the store's monotonic clock. Snapshots compare by identity.
+    """
+
+    objects: dict[str, Any]
+    version: int
+    captured_at: datetime
+    monotonic: float
+
+    def __repr__(self) -> str:
+        keys = ", ".join(list(self.objects)[:5]) + (", …" if len(self.objects) > 5 else "")
+        return (
+            f"Snapshot(version={self.version}, captured_at={self.captured_at.isoformat()}, "
+            f"objects={{{keys}}})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FieldChange:
+    """One leaf that differs: its dotted ``key``, its raw JSON values, and ``kind``.
+
+    The absent side of an ``added`` or ``removed`` leaf is ``None``; ``kind`` tells it from
+    a JSON ``null``.
+    """
+
+    key: str
+    before: Any
+    after: Any
+    kind: ChangeKind
+
+    @property
+    def path(self) -> Path:
+        """The key as segments."""
+        return parse_path(self.key)
+
+
+def changed_fields(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[FieldChange]:
+    """Every leaf path whose value differs from ``before`` to ``after``, sorted by key.
+
+    Subtrees that are the same object are skipped unread, so two versions of one store
+    compare in time proportional to what changed between them.
+    """
+    out: list[Change] = []
+    diff_objects(before, after, (), out)
+    return field_changes(out)
+
+
+_CACHE_LIMIT: Final = 4096
+_keys: dict[Path, str] = {}
+"""Formatted paths: the same keys change again and again."""
+
+
+def _key(path: Path) -> str:
+    key = _keys.get(path)
+    if key is None:
+        if len(_keys) >= _CACHE_LIMIT:
+            _keys.clear()
+        key = _keys[path] = format_path(path)
+    return key
+
+
+def field_changes(changes: Iterable[Change]) -> list[FieldChange]:
+    """Name raw ``(path, before, after)`` changes by their dotted keys, sorted by key."""
+    named = [
+        FieldChange(
+            _key(path),
+            None if before is MISSING else before,
+            None if after is MISSING else after,
+            "added" if before is MISSING else "removed" if after is MISSING else "changed",
+        )
+        for path, before, after in changes
+    ]
+    named.sort(key=lambda change: change.key)
+    return named

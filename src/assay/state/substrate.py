@@ -1,0 +1,182 @@
+"""``Substrate``: an application's state as assay sees it — store, probes and confidence.
+
+It owns a ``StateStore`` fed by pushed reports and by probes (each successful probe read
+becomes a ``set`` of the keys that probe owns), and answers ``state()`` with the
+``SubstrateState`` wire type: objects (redacted), version, capture time, confidence and its
+parts, and every source with when it was last heard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay.clock import SYSTEM_CLOCK, Clock
+from assay.expr.path import parse_path
+from assay.redaction import REDACTED, Redaction
+from assay.state.confidence import Confidence, assess
+from assay.state.probes import Poller, Probe
+from assay.state.store import StateStore
+
+DEFAULT_EXPECTED_INTERVAL = 5.0
+
+
+class SourceStatus(BaseModel):
+    """One source of state: a reporter pushing to assay, or a probe assay polls."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    kind: Literal["report", "probe"]
+    last_seen_ms_ago: int | None = Field(description="null when never heard from")
+    messages: int = Field(description="reports received or successful reads")
+    health: float | None = Field(default=None, description="probes: recent read success ratio")
+    last_error: str | None = Field(default=None, description="probes: the last failure")
+
+
+class SubstrateState(BaseModel):
+    """``GET /v1/state``: the objects map as of ``version``, and how far to trust it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    objects: dict[str, Any]
+    version: int
+    captured_at: datetime
+    confidence: Confidence
+    sources: list[SourceStatus]
+
+
+class Substrate:
+    """The store, its probes and its confidence, for one application.
+
+    ``expected_interval`` is how often the application is expected to be heard from (a
+    report, a heartbeat or a probe read); it defaults to twice the slowest probe's interval,
+    or 5 s without probes. ``declared_keys`` are the keys the graph's actions write, for
+    coverage.
+    """
+
+    def __init__(
+        self,
+        store: StateStore | None = None,
+        *,
+        probes: Iterable[Probe] = (),
+        declared_keys: Iterable[str] = (),
+        expected_interval: float | None = None,
+        redaction: Redaction | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self.clock = clock
+        self.store = store if store is not None else StateStore(clock=clock)
+        self.probes = tuple(probes)
+        self.poller = Poller(self.probes, self._sink, clock) if self.probes else None
+        self.declared = tuple(parse_path(key) for key in declared_keys)
+        slowest = max((probe.interval for probe in self.probes), default=None)
+        self.expected_interval = expected_interval or (
+            slowest * 2 if slowest is not None else DEFAULT_EXPECTED_INTERVAL
+        )
+        self.redaction = redaction or Redaction.none()
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def poll_interval_ms(self) -> int | None:
+        """The fastest probe's interval, which is how often pulled state can change."""
+        fastest = min((probe.interval for probe in self.probes), default=None)
+        return None if fastest is None else round(fastest * 1000)
+
+    def _sink(self, name: str, values: dict[str, Any]) -> None:
+        self.store.set(values, source=name)
+
+    async def start(self) -> None:
+        """Start polling the probes (the first reads happen at once)."""
+        if self.poller is not None and self._task is None:
+            self._task = asyncio.create_task(self.poller.run(), name="assay substrate poller")
+            await asyncio.sleep(0)
+
+    async def stop(self) -> None:
+        """Stop polling and close the probes."""
+        if self.poller is not None:
+            await self.poller.stop()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    def confidence(self) -> Confidence:
+        """Freshness × coverage × health, now."""
+        last = self.store.last_heartbeat
+        age = None if last is None else self.clock.monotonic() - last
+        ratios = (
+            [health.ratio for health in self.poller.all_health().values() if health.known]
+            if self.poller is not None
+            else []
+        )
+        return assess(
+            age=age,
+            expected_interval=self.expected_interval,
+            objects=self.store.current.objects,
+            declared=self.declared,
+            probe_ratios=ratios,
+        )
+
+    def state(self) -> SubstrateState:
+        """The current objects (redacted), version, confidence and sources."""
+        snapshot = self.store.current
+        return SubstrateState(
+            objects=redact(snapshot.objects, self.redaction),
+            version=snapshot.version,
+            captured_at=snapshot.captured_at,
+            confidence=self.confidence(),
+            sources=self.sources(),
+        )
+
+    def sources(self) -> list[SourceStatus]:
+        now = self.clock.monotonic()
+        health = self.poller.all_health() if self.poller is not None else {}
+        statuses = []
+        for name, seen in sorted(self.store.sources.items()):
+            if name in health:
+                continue
+            statuses.append(
+                SourceStatus(
+                    name=name,
+                    kind="report",
+                    last_seen_ms_ago=round((now - seen.last_seen) * 1000),
+                    messages=seen.messages,
+                )
+            )
+        for name, probe_health in sorted(health.items()):
+            seen_at = probe_health.last_success_at
+            statuses.append(
+                SourceStatus(
+                    name=name,
+                    kind="probe",
+                    last_seen_ms_ago=None if seen_at is None else round((now - seen_at) * 1000),
+                    messages=probe_health.reads - probe_health.consecutive_failures
+                    if probe_health.reads
+                    else 0,
+                    health=probe_health.ratio if probe_health.known else None,
+                    last_error=probe_health.last_error,
+                )
+            )
+        return statuses
+
+
+def redact(objects: dict[str, Any], redaction: Redaction, prefix: tuple[str, ...] = ()) -> Any:
+    """A copy of ``objects`` with every covered value replaced by the redaction marker."""
+    if not redaction.patterns:
+        return objects
+    result: dict[str, Any] = {}
+    for key, value in objects.items():
+        path = (*prefix, key)
+        if redaction.covers(path):
+            result[key] = REDACTED
+        elif isinstance(value, dict):
+            result[key] = redact(value, redaction, path)
+        else:
+            result[key] = value
+    return result

@@ -1,0 +1,1 @@
+"""The verification loop: from "an action was dispatched" to an honest ``VerificationOutcome``."""

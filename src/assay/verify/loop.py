@@ -1,0 +1,177 @@
+"""The verification loop (SPEC §5): settle, evaluate, wait for change or poll, until held or out.
+
+``verify`` waits ``settle_ms``, evaluates the predicate on the current snapshot (cycle 1),
+then again on every change to a key it reads (pushed: evaluated at once) and, when the state
+is pulled, at every poll interval, until it holds or ``timeout_ms`` has passed since the
+start. All waiting goes through the injected clock, so tests run it on virtual time.
+Elapsed time never turns into success: only an evaluation that holds passes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from assay.clock import SYSTEM_CLOCK, Clock
+from assay.expr.contract import Contract
+from assay.expr.path import parse_path
+from assay.expr.predicate import Check, Predicate
+from assay.redaction import ELLIPSIS, REDACTED, Redaction
+from assay.state.snapshot import FieldChange, Snapshot
+from assay.state.store import StateStore
+from assay.verify.narrative import Observation, narrate
+from assay.verify.outcome import VerificationOutcome
+
+DEFAULT_TIMEOUT_MS = 5000
+DEFAULT_POLL_INTERVAL_MS = 500
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyOptions:
+    """How long to settle and wait, and whether the state is pulled (polled) or pushed."""
+
+    settle_ms: int = 0
+    timeout_ms: int = DEFAULT_TIMEOUT_MS
+    poll_interval_ms: int | None = None  # set when probes pull the state
+
+
+async def verify(
+    predicate: Predicate,
+    store: StateStore,
+    *,
+    before: Snapshot | None = None,
+    options: VerifyOptions = VerifyOptions(),
+    clock: Clock = SYSTEM_CLOCK,
+    redaction: Redaction | None = None,
+    subject: str | None = None,
+) -> VerificationOutcome:
+    """Verify ``predicate`` against ``store``; ``before`` is the pre-action snapshot."""
+    redaction = redaction or Redaction.none()
+    before = before if before is not None else store.current
+    loop = asyncio.get_running_loop()
+    start = clock.monotonic()
+    deadline = start + options.timeout_ms / 1000
+    interval = None if options.poll_interval_ms is None else options.poll_interval_ms / 1000
+    waiter: asyncio.Future[None] | None = None
+    dirty = False
+
+    def wake(*_: object) -> None:
+        nonlocal dirty
+        dirty = True
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    subscription = store.subscribe(predicate.keys, wake)
+    try:
+        if options.settle_ms > 0:
+            await clock.sleep(options.settle_ms / 1000)
+        cycles = 0
+        while True:
+            snapshot = store.current
+            dirty = False
+            check = predicate.check(snapshot.objects)
+            cycles += 1
+            now = clock.monotonic()
+            if check.result is True or now >= deadline:
+                break
+            wake_at = deadline if interval is None else min(deadline, now + interval)
+            waiter = loop.create_future()
+            timer = clock.call_later(wake_at - now, _resolver(waiter))
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                waiter = None
+            if not dirty and clock.monotonic() >= deadline:
+                break
+        elapsed_ms = round((clock.monotonic() - start) * 1000)
+    finally:
+        subscription.cancel()
+    return _outcome(
+        predicate,
+        store=store,
+        before=before,
+        final=snapshot,
+        check=check,
+        cycles=cycles,
+        elapsed_ms=elapsed_ms,
+        redaction=redaction,
+        subject=subject,
+    )
+
+
+def _resolver(waiter: asyncio.Future[None]) -> Callable[[], None]:
+    def resolve() -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    return resolve
+
+
+def _outcome(
+    predicate: Predicate,
+    *,
+    store: StateStore,
+    before: Snapshot,
+    final: Snapshot,
+    check: Check,
+    cycles: int,
+    elapsed_ms: int,
+    redaction: Redaction,
+    subject: str | None,
+) -> VerificationOutcome:
+    changed = store.changes_between(before, final)
+    passed = check.result is True
+    observation = Observation(
+        subject=subject or _subject(predicate),
+        keys=predicate.keys,
+        before=before.objects,
+        after=final.objects,
+        check=check,
+        passed=passed,
+        cycles=cycles,
+        elapsed_ms=elapsed_ms,
+        changed=changed,
+        redaction=redaction,
+    )
+    return VerificationOutcome(
+        passed=passed,
+        expression=predicate.source,
+        result=check.result,
+        narrative=narrate(observation),
+        elapsed_ms=elapsed_ms,
+        poll_cycles=cycles,
+        changed_fields=summarize_changes(changed, redaction),
+    )
+
+
+def _subject(predicate: Predicate) -> str:
+    return "Contract" if isinstance(predicate, Contract) else "Expression"
+
+
+def summarize_changes(changes: Sequence[FieldChange], redaction: Redaction) -> list[FieldChange]:
+    """Changes as they may leave the process: large values summarized, redacted ones withheld."""
+    summarized = []
+    for change in changes:
+        segments = parse_path(change.key)
+        summarized.append(
+            FieldChange(
+                key=change.key,
+                before=_summary(redaction, segments, change.before),
+                after=_summary(redaction, segments, change.after),
+                kind=change.kind,
+            )
+        )
+    return summarized
+
+
+def _summary(redaction: Redaction, segments: tuple[str, ...], value: Any) -> Any:
+    """The value itself when small and clean; its truncated summary text otherwise."""
+    text = redaction.summarize(segments, value)
+    if text is None:
+        return REDACTED
+    if text.endswith(ELLIPSIS) or (isinstance(value, dict | list) and REDACTED in text):
+        return text
+    return value

@@ -1,0 +1,144 @@
+"""Narratives: one or two sentences saying what a verification observed, built only from it.
+
+A narrative names the keys the contract read and their last values, says for how long and
+over how many cycles, and distinguishes the failures an agent must tell apart: nothing
+changed at all, something else changed, the key changed to the wrong value, the path is
+missing. Redacted values never appear.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from assay.expr.contract import json_equal
+from assay.expr.path import MISSING, PathRead, parse_path, read_path
+from assay.expr.predicate import Check
+from assay.redaction import REDACTED, Redaction
+from assay.state.snapshot import FieldChange
+
+_MAX_NAMED: Final = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """Everything a narrative may say: the verdict, the reads before and after, the diff."""
+
+    subject: str
+    keys: tuple[str, ...]
+    before: Mapping[str, Any]
+    after: Mapping[str, Any]
+    check: Check
+    passed: bool
+    cycles: int
+    elapsed_ms: int
+    changed: Sequence[FieldChange]
+    redaction: Redaction
+
+
+def narrate(observation: Observation) -> str:
+    """The narrative for one verification."""
+    timing = _timing(observation)
+    reads = [_Read(key, observation) for key in observation.keys]
+    if observation.passed:
+        detail = "; ".join(read.describe() for read in reads)
+        return f"{observation.subject} evaluated to true {timing}" + (
+            f"; {detail}." if detail else "."
+        )
+    if observation.check.result is None:
+        missing = [read.after.explain() for read in reads if not read.after.found]
+        reason = observation.check.error or "it could not be evaluated"
+        text = f"{observation.subject} could not be evaluated {timing}: {reason}"
+        if missing:
+            text += "; " + "; ".join(missing)
+        return text + "."
+    if not reads:
+        return f"{observation.subject} evaluated to false {timing}; it reads no state keys."
+    clauses = " and ".join(read.describe() for read in reads)
+    failing = _failing_conditions(observation)
+    if not observation.changed:
+        return (
+            f"{clauses} {timing}; nothing observable changed. The action may have failed silently."
+        )
+    read_changed = any(read.changed for read in reads)
+    others = _other_changes(observation)
+    if not read_changed:
+        return (
+            f"{clauses} {timing}, while {others} changed. "
+            "The action may have changed something other than what was checked."
+        )
+    text = f"{clauses} {timing}, but the {observation.subject.lower()} still evaluated to false"
+    if failing:
+        text += f" ({failing})"
+    return text + "."
+
+
+def _timing(observation: Observation) -> str:
+    cycles = observation.cycles
+    return f"after {cycles} poll cycle{'' if cycles == 1 else 's'} ({observation.elapsed_ms}ms)"
+
+
+class _Read:
+    """One key the contract reads, before the action and at the last cycle."""
+
+    def __init__(self, key: str, observation: Observation) -> None:
+        self.key = key
+        self.segments = parse_path(key)
+        self.redaction = observation.redaction
+        self.before = read_path(observation.before, self.segments)
+        self.after = read_path(observation.after, self.segments)
+        self.changed = not _same(self.before, self.after)
+
+    def render(self, read: PathRead) -> str:
+        if not read.found:
+            return "missing"
+        summary = self.redaction.summarize(self.segments, read.value)
+        return REDACTED if summary is None else summary
+
+    def describe(self) -> str:
+        redacted = self.redaction.covers(self.segments)
+        if not self.changed:
+            if not self.after.found:
+                return self.after.explain()
+            return f"{self.key} {'is' if redacted else 'remained'} {self.render(self.after)}"
+        if redacted:
+            return f"{self.key} changed (value redacted)"
+        return f"{self.key} changed from {self.render(self.before)} to {self.render(self.after)}"
+
+
+def _same(before: PathRead, after: PathRead) -> bool:
+    if before.value is MISSING or after.value is MISSING:
+        return before.value is after.value
+    return before.value is after.value or json_equal(before.value, after.value)
+
+
+def _other_changes(observation: Observation) -> str:
+    read = [parse_path(key) for key in observation.keys]
+    names: list[str] = []
+    for change in observation.changed:
+        segments = parse_path(change.key)
+        if any(_related(segments, key) for key in read):
+            continue
+        names.append(change.key)
+    shown = ", ".join(names[:_MAX_NAMED])
+    if len(names) > _MAX_NAMED:
+        shown += f" and {len(names) - _MAX_NAMED} more"
+    return shown or "other keys"
+
+
+def _related(a: Sequence[str], b: Sequence[str]) -> bool:
+    shorter = min(len(a), len(b))
+    return tuple(a[:shorter]) == tuple(b[:shorter])
+
+
+def _failing_conditions(observation: Observation) -> str:
+    parts = []
+    for condition in observation.check.conditions:
+        if condition.result:
+            continue
+        seen = REDACTED if condition.redacted else (condition.actual_summary or "nothing")
+        threshold = json.dumps(condition.threshold, ensure_ascii=False)
+        parts.append(f"{condition.key} {condition.op} {threshold} saw {seen}")
+    return "; ".join(parts)

@@ -1,0 +1,242 @@
+"""The verification loop on virtual time: cycles, elapsed time and narratives, exactly."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from assay import Redaction, compile_contract, compile_expression
+from assay.clock import VirtualClock
+from assay.expr.predicate import Predicate
+from assay.state.store import StateStore
+from assay.verify.loop import VerifyOptions, verify
+from assay.verify.outcome import VerificationOutcome
+
+DEFAULT = VerifyOptions()
+Script = Callable[[StateStore, VirtualClock], Awaitable[None]]
+
+
+def run_verification(
+    predicate: Predicate,
+    initial: dict[str, Any],
+    script: Script,
+    *,
+    options: VerifyOptions = DEFAULT,
+    redaction: Redaction | None = None,
+) -> VerificationOutcome:
+    """Start a verification, play ``script`` against the store on virtual time, return it."""
+
+    async def main() -> VerificationOutcome:
+        clock = VirtualClock()
+        store = StateStore(initial, clock=clock)
+        task = asyncio.create_task(
+            verify(predicate, store, options=options, clock=clock, redaction=redaction)
+        )
+        await clock.settle()
+        await script(store, clock)
+        await clock.advance(options.timeout_ms / 1000 + 1)
+        return await task
+
+    return asyncio.run(main())
+
+
+async def nothing(store: StateStore, clock: VirtualClock) -> None:
+    return None
+
+
+PUSH = VerifyOptions(timeout_ms=5000)
+POLL = VerifyOptions(timeout_ms=5000, poll_interval_ms=500)
+
+
+def test_passed_on_the_first_cycle() -> None:
+    outcome = run_verification(
+        compile_expression("inbox.sent_count == 15"), {"inbox": {"sent_count": 15}}, nothing
+    )
+    assert outcome.passed is True
+    assert outcome.result is True
+    assert outcome.poll_cycles == 1
+    assert outcome.elapsed_ms == 0
+    assert outcome.changed_fields == []
+    assert outcome.narrative == (
+        "Expression evaluated to true after 1 poll cycle (0ms); inbox.sent_count remained 15."
+    )
+
+
+def test_passed_after_several_cycles_on_pushed_changes() -> None:
+    async def script(store: StateStore, clock: VirtualClock) -> None:
+        await clock.advance(0.1)
+        store.report({"inbox.drafts": 2})  # a key the expression does not read: no cycle
+        await clock.advance(0.18)
+        store.report({"inbox.sent_count": 15})
+
+    outcome = run_verification(
+        compile_expression("inbox.sent_count == 15"),
+        {"inbox": {"sent_count": 14, "drafts": 3}},
+        script,
+    )
+    assert outcome.passed is True
+    assert outcome.poll_cycles == 2
+    assert outcome.elapsed_ms == 280
+    assert outcome.narrative == (
+        "Expression evaluated to true after 2 poll cycles (280ms); "
+        "inbox.sent_count changed from 14 to 15."
+    )
+    assert [(c.key, c.before, c.after, c.kind) for c in outcome.changed_fields] == [
+        ("inbox.drafts", 3, 2, "changed"),
+        ("inbox.sent_count", 14, 15, "changed"),
+    ]
+
+
+def test_failed_with_nothing_changed_counts_poll_cycles() -> None:
+    outcome = run_verification(
+        compile_expression("inbox.sent_count == 15"),
+        {"inbox": {"sent_count": 14}},
+        nothing,
+        options=POLL,
+    )
+    assert outcome.passed is False
+    assert outcome.result is False
+    assert outcome.poll_cycles == 10
+    assert outcome.elapsed_ms == 5000
+    assert outcome.narrative == (
+        "inbox.sent_count remained 14 after 10 poll cycles (5000ms); nothing observable "
+        "changed. The action may have failed silently."
+    )
+
+
+def test_push_only_waits_without_evaluating_when_nothing_changes() -> None:
+    outcome = run_verification(
+        compile_expression("inbox.sent_count == 15"), {"inbox": {"sent_count": 14}}, nothing
+    )
+    assert outcome.poll_cycles == 1
+    assert outcome.elapsed_ms == 5000
+
+
+def test_failed_while_other_keys_changed_names_them() -> None:
+    async def script(store: StateStore, clock: VirtualClock) -> None:
+        await clock.advance(1)
+        store.report({"inbox.drafts": 2, "drone.mode": "LOITER"})
+
+    outcome = run_verification(
+        compile_expression("inbox.sent_count == 15"),
+        {"inbox": {"sent_count": 14, "drafts": 3}, "drone": {"mode": "GUIDED"}},
+        script,
+        options=POLL,
+    )
+    assert outcome.passed is False
+    assert outcome.narrative == (
+        "inbox.sent_count remained 14 after 10 poll cycles (5000ms), while drone.mode, "
+        "inbox.drafts changed. The action may have changed something other than what was "
+        "checked."
+    )
+
+
+def test_failed_with_the_read_key_changed_to_a_wrong_value() -> None:
+    async def script(store: StateStore, clock: VirtualClock) -> None:
+        await clock.advance(0.5)
+        store.report({"inbox.sent_count": 16})
+
+    outcome = run_verification(
+        compile_expression("inbox.sent_count == 15"), {"inbox": {"sent_count": 14}}, script
+    )
+    assert outcome.passed is False
+    assert outcome.poll_cycles == 2
+    assert outcome.narrative == (
+        "inbox.sent_count changed from 14 to 16 after 2 poll cycles (5000ms), but the "
+        "expression still evaluated to false."
+    )
+
+
+def test_failed_because_a_path_is_missing_names_the_missing_part() -> None:
+    outcome = run_verification(
+        compile_expression("inbox.missing.count > 0"), {"inbox": {"sent_count": 14}}, nothing
+    )
+    assert outcome.passed is False
+    assert outcome.result is None
+    assert outcome.narrative == (
+        "Expression could not be evaluated after 1 poll cycle (5000ms): inbox.missing is "
+        "undefined (reading 'count'); inbox.missing.count is missing (inbox has no key "
+        "'missing')."
+    )
+
+
+def test_a_contract_failure_names_the_failing_condition() -> None:
+    async def script(store: StateStore, clock: VirtualClock) -> None:
+        await clock.advance(0.2)
+        store.report({"cart.quantity": 0, "view.domain": "billing"})
+
+    outcome = run_verification(
+        compile_contract({"view.domain": "billing", "cart.quantity": {"gte": 1}}),
+        {"view": {"domain": "workspace"}, "cart": {"quantity": 0}},
+        script,
+    )
+    assert outcome.passed is False
+    assert outcome.narrative == (
+        'cart.quantity remained 0 and view.domain changed from "workspace" to "billing" '
+        "after 2 poll cycles (5000ms), but the contract still evaluated to false "
+        "(cart.quantity gte 1 saw 0)."
+    )
+
+
+def test_a_redacted_key_never_shows_its_value() -> None:
+    async def script(store: StateStore, clock: VirtualClock) -> None:
+        await clock.advance(0.3)
+        store.report({"user.token": "sk-live-NEW"})
+
+    outcome = run_verification(
+        compile_expression("user.token === 'sk-live-EXPECTED'"),
+        {"user": {"token": "sk-live-OLD"}},
+        script,
+        redaction=Redaction(["user.token"]),
+    )
+    text = outcome.model_dump_json()
+    assert "sk-live-OLD" not in text
+    assert "sk-live-NEW" not in text
+    assert outcome.narrative == (
+        "user.token changed (value redacted) after 2 poll cycles (5000ms), but the "
+        "expression still evaluated to false."
+    )
+    assert [(c.key, c.before, c.after) for c in outcome.changed_fields] == [
+        ("user.token", "[redacted]", "[redacted]")
+    ]
+
+
+def test_settle_delay_comes_before_the_first_cycle() -> None:
+    async def script(store: StateStore, clock: VirtualClock) -> None:
+        await clock.advance(0.1)
+        store.report({"a": 1})  # lands during the settle wait
+
+    outcome = run_verification(
+        compile_expression("a === 1"),
+        {"a": 0},
+        script,
+        options=VerifyOptions(settle_ms=200, timeout_ms=5000),
+    )
+    assert outcome.passed is True
+    assert outcome.poll_cycles == 1
+    assert outcome.elapsed_ms == 200
+
+
+def test_elapsed_time_alone_never_passes() -> None:
+    outcome = run_verification(
+        compile_expression("a === 1"),
+        {"a": 0},
+        nothing,
+        options=VerifyOptions(timeout_ms=60_000, poll_interval_ms=1000),
+    )
+    assert outcome.passed is False
+    assert outcome.poll_cycles == 60
+
+
+@pytest.mark.parametrize("timeout_ms", [0, 1])
+def test_zero_timeout_evaluates_exactly_once(timeout_ms: int) -> None:
+    outcome = run_verification(
+        compile_expression("a === 1"),
+        {"a": 0},
+        nothing,
+        options=VerifyOptions(timeout_ms=timeout_ms, poll_interval_ms=500),
+    )
+    assert outcome.poll_cycles == 1
