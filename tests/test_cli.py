@@ -44,40 +44,93 @@ def test_help_documents_exit_codes() -> None:
 
 
 def test_verify_true_exits_0(state_file: Path) -> None:
-    result = run(
-        "verify", 'inbox.sent_count >= 15 && drone.mode == "GUIDED"', "--state", str(state_file)
-    )
+    source = 'inbox.sent_count >= 15 && drone.mode == "GUIDED"'
+    result = run("verify", source, "--state", str(state_file))
     assert result.returncode == 0
     assert json.loads(result.stdout) == {
-        "expression": 'inbox.sent_count >= 15 && drone.mode == "GUIDED"',
-        "value": True,
-        "type": "boolean",
+        "passed": True,
+        "expression": source,
         "result": True,
-        "keys": ["drone.mode", "inbox.sent_count"],
-        "error": None,
+        "narrative": "Expression evaluated to true after 1 poll cycle (0ms); drone.mode "
+        'remained "GUIDED"; inbox.sent_count remained 15.',
+        "elapsed_ms": 0,
+        "poll_cycles": 1,
+        "changed_fields": [],
     }
 
 
-def test_verify_false_exits_1(state_file: Path) -> None:
-    result = run("verify", "inbox.sent_count + 1", "--state", str(state_file))
-    assert result.returncode == 0
-    assert json.loads(result.stdout)["value"] == 16
-    result = run("verify", "inbox.sent_count > 15", "--state", str(state_file))
+def test_verify_false_exits_1_after_the_timeout(state_file: Path) -> None:
+    result = run(
+        "verify", "inbox.sent_count > 15", "--state", str(state_file),
+        "--timeout-ms", "300", "--interval-ms", "100",
+    )  # fmt: skip
     assert result.returncode == 1
-    assert json.loads(result.stdout)["result"] is False
+    outcome = json.loads(result.stdout)
+    assert outcome["passed"] is False
+    assert outcome["result"] is False
+    assert outcome["poll_cycles"] >= 2
+    assert outcome["narrative"].startswith("inbox.sent_count remained 15 after ")
 
 
 def test_verify_evaluation_error_is_a_null_result(state_file: Path) -> None:
-    result = run("verify", "inbox.missing.count", "--state", str(state_file))
+    result = run("verify", "inbox.missing.count", "--state", str(state_file), "--timeout-ms", "0")
     assert result.returncode == 1
-    report = json.loads(result.stdout)
-    assert report["result"] is None
-    assert report["error"] == "inbox.missing is undefined (reading 'count')"
+    outcome = json.loads(result.stdout)
+    assert outcome["result"] is None
+    assert outcome["narrative"] == (
+        "Expression could not be evaluated after 1 poll cycle (0ms): inbox.missing is "
+        "undefined (reading 'count'); inbox.missing.count is missing (inbox has no key "
+        "'missing')."
+    )
 
 
 def test_verify_reads_state_from_stdin() -> None:
     result = run("verify", "a === 1", "--state", "-", stdin='{"a": 1}')
     assert result.returncode == 0
+
+
+def test_verify_rereads_a_state_file_that_changes(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    path.write_text('{"inbox": {"sent_count": 14}}')
+    process = subprocess.Popen(
+        [sys.executable, "-m", "assay", "verify", "inbox.sent_count == 15", "--state", str(path),
+         "--timeout-ms", "20000", "--interval-ms", "50"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        path.write_text('{"inbox": {"sent_count": 15, "drafts": 1}}')
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 0, stderr
+    outcome = json.loads(stdout)
+    assert outcome["passed"] is True
+    assert [change["key"] for change in outcome["changed_fields"]] in (
+        ["inbox.drafts", "inbox.sent_count"],
+        [],  # the rewrite landed before the first read
+    )
+
+
+def test_verify_polls_a_live_endpoint() -> None:
+    from apps import DelayedApp, serve
+
+    app = DelayedApp(delay=0.2)
+    with serve(app) as url:
+        app.act("/send")
+        result = run(
+            "verify", "inbox.sent_count === 1", "--probe", f"{url}/state",
+            "--timeout-ms", "20000", "--interval-ms", "50",
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout)
+    assert outcome["passed"] is True
+
+
+def test_verify_unreachable_endpoint_exits_2() -> None:
+    result = run("verify", "a", "--probe", "http://127.0.0.1:9/state", "--timeout-ms", "0")
+    assert result.returncode == 2
+    assert result.stderr.startswith("assay verify: error: cannot read the state from the probe: ")
+    assert "Traceback" not in result.stderr
 
 
 def test_verify_syntax_error_exits_2_with_caret(state_file: Path) -> None:
@@ -115,7 +168,15 @@ def test_verify_missing_file_exits_2(tmp_path: Path) -> None:
 
 
 def test_usage_errors_exit_2() -> None:
-    for args in (("verify",), ("verify", "a"), ("nonsense",), ()):
+    for args in (
+        ("verify",),
+        ("verify", "a"),
+        ("nonsense",),
+        (),
+        ("verify", "a", "--state", "x.json", "--probe", "http://127.0.0.1:9"),
+        ("verify", "a", "--state", "x.json", "--timeout-ms", "-1"),
+        ("verify", "a", "--state", "x.json", "--interval-ms", "soon"),
+    ):
         result = run(*args)
         assert result.returncode == 2, args
         assert "Traceback" not in result.stderr

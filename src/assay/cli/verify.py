@@ -1,47 +1,67 @@
-"""``assay verify EXPR --state FILE``: evaluate an expression against a JSON state."""
+"""``assay verify EXPR``: run the verification loop against a JSON file or a live endpoint."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
-import math
+import os
 import sys
 from typing import Any
 
-from assay.errors import ExpressionSyntaxError
-from assay.expr import UNDEFINED, compile_expression
+from assay.clock import SYSTEM_CLOCK
+from assay.errors import AssayError, ExpressionSyntaxError
+from assay.expr import compile_expression
 from assay.expr.values import type_of
+from assay.state.probes import HttpProbe
+from assay.state.store import StateStore
+from assay.state.substrate import Substrate
+from assay.verify.loop import DEFAULT_POLL_INTERVAL_MS, DEFAULT_TIMEOUT_MS, VerifyOptions, verify
+from assay.verify.outcome import VerificationOutcome
 
 
 def register(commands: Any) -> None:
     parser = commands.add_parser(
         "verify",
-        help="evaluate a verify_expression against a JSON state",
-        description="Evaluate EXPR against the JSON object in FILE and print the result as "
-        "JSON: the value, the verdict (Boolean(value), or null when it could not be "
-        "evaluated), the state keys read and any error. Exit 0 when the verdict is true, 1 "
-        "when it is false or null, 2 on a syntax or usage error.",
+        help="verify an expression against a JSON state file or a live JSON endpoint",
+        description="Evaluate EXPR against the application's state until it holds or the "
+        "timeout runs out, and print the VerificationOutcome as JSON. The state comes from "
+        "a JSON file (re-read when it changes) or an HTTP JSON endpoint (polled). Exit 0 when "
+        "it held, 1 when it did not (or could not be evaluated), 2 on a syntax or usage error.",
     )
     parser.add_argument("expression", metavar="EXPR", help="e.g. 'inbox.sent_count >= 15'")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--state", metavar="FILE", help="a JSON file holding one object ('-' for stdin, read once)"
+    )
+    source.add_argument("--probe", metavar="URL", help="an HTTP endpoint returning a JSON object")
     parser.add_argument(
-        "--state",
-        metavar="FILE",
-        required=True,
-        help="a JSON file holding one object, the application's state ('-' for stdin)",
+        "--timeout-ms",
+        type=_milliseconds,
+        default=DEFAULT_TIMEOUT_MS,
+        help=f"how long to wait for the expression to hold (default {DEFAULT_TIMEOUT_MS})",
+    )
+    parser.add_argument(
+        "--interval-ms",
+        type=_milliseconds,
+        default=DEFAULT_POLL_INTERVAL_MS,
+        help=f"how often to re-read the file or endpoint (default {DEFAULT_POLL_INTERVAL_MS})",
+    )
+    parser.add_argument(
+        "--settle-ms", type=_milliseconds, default=0, help="wait before the first evaluation"
     )
     parser.set_defaults(run=run)
 
 
-def _json_value(value: Any) -> Any:
-    """The value as JSON.stringify would render it (undefined and non-finite become null)."""
-    if value is UNDEFINED:
-        return None
-    if type(value) is float and not math.isfinite(value):
-        return None
-    if type(value) is list:
-        return [_json_value(item) for item in value]
-    if type(value) is dict:
-        return {key: _json_value(item) for key, item in value.items() if item is not UNDEFINED}
+def _milliseconds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of milliseconds, got {text!r}"
+        ) from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected zero or more milliseconds, got {value}")
     return value
 
 
@@ -60,6 +80,8 @@ def load_state(path: str) -> dict[str, Any] | str:
                 text = handle.read()
     except OSError as error:
         return f"cannot read the state file {path!r}: {error.strerror or error}"
+    except UnicodeDecodeError as error:
+        return f"the state file {path!r} is not UTF-8 text: {error.reason}"
     try:
         state = json.loads(text)
     except json.JSONDecodeError as error:
@@ -68,29 +90,85 @@ def load_state(path: str) -> dict[str, Any] | str:
             f"column {error.colno}"
         )
     if not isinstance(state, dict):
-        return (
-            f"the state file {path!r} must hold a JSON object (the objects map), "
-            f"not {type_of(state) if not isinstance(state, list) else 'an array'}"
-        )
+        kind = "an array" if isinstance(state, list) else type_of(state)
+        return f"the state file {path!r} must hold a JSON object (the objects map), not {kind}"
     return state
 
 
-def run(args: argparse.Namespace) -> int:
-    state = load_state(args.state)
-    if isinstance(state, str):
-        return _fail(state)
+async def _watch_file(path: str, store: StateStore, interval: float) -> None:
+    """Re-read ``path`` whenever its size or modification time changes."""
+    last = _stamp(path)
+    while True:
+        await SYSTEM_CLOCK.sleep(interval)
+        stamp = _stamp(path)
+        if stamp == last:
+            store.heartbeat(path)
+            continue
+        last = stamp
+        state = load_state(path)
+        if isinstance(state, dict):
+            store.replace(state, source=path)
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
     try:
-        expression = compile_expression(args.expression)
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_mtime_ns, status.st_size
+
+
+async def _verify_file(
+    args: argparse.Namespace, state: dict[str, Any], options: VerifyOptions
+) -> VerificationOutcome:
+    expression = compile_expression(args.expression)
+    store = StateStore(state)
+    if args.state == "-":
+        return await verify(expression, store, options=options)
+    watcher = asyncio.create_task(_watch_file(args.state, store, args.interval_ms / 1000))
+    try:
+        return await verify(expression, store, options=options)
+    finally:
+        watcher.cancel()
+
+
+async def _verify_probe(args: argparse.Namespace, options: VerifyOptions) -> VerificationOutcome:
+    expression = compile_expression(args.expression)
+    probe = HttpProbe(args.probe, interval=args.interval_ms / 1000)
+    substrate = Substrate(probes=[probe])
+    assert substrate.poller is not None
+    await substrate.poller.read_once()
+    health = substrate.poller.health(probe.name)
+    if health.consecutive_failures:
+        raise AssayError(f"cannot read the state from the probe: {health.last_error}")
+    await substrate.start()
+    try:
+        return await verify(expression, substrate.store, options=options)
+    finally:
+        await substrate.stop()
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        compile_expression(args.expression)
     except ExpressionSyntaxError as error:
         return _fail(f"the expression has a syntax error: {error}")
-    check = expression.check(state)
-    report: dict[str, Any] = {
-        "expression": expression.source,
-        "value": _json_value(check.value) if check.error is None else None,
-        "type": type_of(check.value) if check.error is None else None,
-        "result": check.result,
-        "keys": list(expression.keys),
-        "error": check.error,
-    }
-    print(json.dumps(report, ensure_ascii=False, indent=2))
-    return 0 if check.result else 1
+    state: dict[str, Any] | str | None = None
+    if args.state is not None:
+        state = load_state(args.state)
+        if isinstance(state, str):
+            return _fail(state)
+    options = VerifyOptions(
+        settle_ms=args.settle_ms,
+        timeout_ms=args.timeout_ms,
+        poll_interval_ms=args.interval_ms if args.state != "-" else None,
+    )
+    try:
+        if isinstance(state, dict):
+            outcome = asyncio.run(_verify_file(args, state, options))
+        else:
+            outcome = asyncio.run(_verify_probe(args, options))
+    except AssayError as error:
+        return _fail(str(error))
+    print(outcome.model_dump_json(indent=2))
+    return 0 if outcome.passed else 1

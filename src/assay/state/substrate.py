@@ -135,32 +135,32 @@ class Substrate:
         )
 
     def sources(self) -> list[SourceStatus]:
+        """Every source heard from or polled: reporters first, then probes, by name."""
         now = self.clock.monotonic()
         health = self.poller.all_health() if self.poller is not None else {}
+        seen = self.store.sources
         statuses = []
-        for name, seen in sorted(self.store.sources.items()):
-            if name in health:
-                continue
+        for name in sorted(set(seen) - set(health)):
             statuses.append(
                 SourceStatus(
                     name=name,
                     kind="report",
-                    last_seen_ms_ago=round((now - seen.last_seen) * 1000),
-                    messages=seen.messages,
+                    last_seen_ms_ago=round((now - seen[name].last_seen) * 1000),
+                    messages=seen[name].messages,
                 )
             )
-        for name, probe_health in sorted(health.items()):
-            seen_at = probe_health.last_success_at
+        for name, probe in sorted(health.items()):
+            heard = seen.get(name)
             statuses.append(
                 SourceStatus(
                     name=name,
                     kind="probe",
-                    last_seen_ms_ago=None if seen_at is None else round((now - seen_at) * 1000),
-                    messages=probe_health.reads - probe_health.consecutive_failures
-                    if probe_health.reads
-                    else 0,
-                    health=probe_health.ratio if probe_health.known else None,
-                    last_error=probe_health.last_error,
+                    last_seen_ms_ago=None
+                    if heard is None
+                    else round((now - heard.last_seen) * 1000),
+                    messages=0 if heard is None else heard.messages,
+                    health=probe.ratio if probe.known else None,
+                    last_error=probe.last_error,
                 )
             )
         return statuses
