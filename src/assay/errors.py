@@ -11,7 +11,9 @@ resembles, so callers can catch either::
     ├── ContractError(ValueError)                   a malformed declarative filter contract
     ├── StateError(ValueError)                      a state report was rejected; nothing stored
     ├── ProbeError(RuntimeError)                    a probe's read of the application failed
-    └── ProbeConfigError(ValueError)                a probe was configured wrongly
+    ├── ProbeConfigError(ValueError)                a probe was configured wrongly
+    ├── GraphError(ValueError)                      a navigation graph declaration is invalid
+    └── TransitionError(RuntimeError)               an illegal move in a transition's life
 
 Errors carry the pieces of their message as attributes, so programs need not parse text.
 """
@@ -110,3 +112,24 @@ class ProbeConfigError(AssayError, ValueError):
     def __init__(self, message: str, *, parameter: str) -> None:
         super().__init__(message)
         self.parameter = parameter
+
+
+class GraphError(AssayError, ValueError):
+    """A navigation graph declaration is invalid; ``page``, ``action`` and ``field`` say where."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        page: str | None = None,
+        action: str | None = None,
+        field: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.page = page
+        self.action = action
+        self.field = field
+
+
+class TransitionError(AssayError, RuntimeError):
+    """An illegal move in a transition's lifecycle (a bug in the caller, never data)."""

@@ -1,0 +1,568 @@
+"""Sessions: fire actions, settle them honestly, and answer ``did_it_work`` (SPEC §6).
+
+A fire returns at once with its fire-time result. It then settles by one of four paths:
+
+- already true: the declarative verify covers every written key and held at fire time, so
+  the fire settles on its handler (never on a state report) and carries the evidence;
+- contract: the verification loop runs the verify contract until it holds or times out;
+- writes only: the first state report touching a declared write settles it, in FIFO order
+  of firing among the pending fires that wait on that key;
+- neither: the handler's completion settles it, and its effect is unobservable.
+
+A handler that raises is a failure on every path. Elapsed time never settles anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
+
+from assay.clock import SYSTEM_CLOCK, Clock
+from assay.errors import ContractError
+from assay.expr import Expression, compile_expression
+from assay.expr.contract import Contract, compile_contract
+from assay.expr.path import parse_path
+from assay.expr.predicate import Check, Predicate
+from assay.graph.declaration import ActionSpec, Reversibility
+from assay.graph.journey import Journey
+from assay.graph.result import ALREADY_TRUE_WHY, Answer, CurrentCheck, EffectStatus, FireResult
+from assay.graph.transition import Phase, Transition
+from assay.redaction import Redaction
+from assay.state.snapshot import FieldChange, Snapshot
+from assay.state.store import StateStore
+from assay.state.substrate import Substrate
+from assay.verify.loop import VerifyOptions, summarize_changes, verify
+
+Handler = Callable[[dict[str, Any]], Any]
+
+DEFAULT_THRESHOLDS: Final = {
+    Reversibility.REVERSIBLE: 0.5,
+    Reversibility.COMPENSABLE: 0.8,
+    Reversibility.IRREVERSIBLE: 0.95,
+}
+_PLACEHOLDER: Final = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PUSH_EXPECTED_INTERVAL: Final = 30.0
+
+
+class ArgsPredicate:
+    """An expression that sees the fire's arguments as ``args`` beside the state keys."""
+
+    def __init__(self, expression: Expression, args: Mapping[str, Any]) -> None:
+        self.expression = expression
+        self.args = dict(args)
+
+    @property
+    def source(self) -> str:
+        return self.expression.source
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(k for k in self.expression.keys if k != "args" and not k.startswith("args."))
+
+    def check(self, state: Mapping[str, Any]) -> Check:
+        return self.expression.check({**state, "args": self.args})
+
+
+class AllOf:
+    """Several predicates that must all hold (a declared contract and a fire's own)."""
+
+    def __init__(self, parts: Iterable[Predicate]) -> None:
+        self.parts = tuple(parts)
+
+    @property
+    def source(self) -> str:
+        return " && ".join(f"({part.source})" for part in self.parts)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(sorted({key for part in self.parts for key in part.keys}))
+
+    def check(self, state: Mapping[str, Any]) -> Check:
+        checks = [part.check(state) for part in self.parts]
+        conditions = tuple(c for check in checks for c in check.conditions)
+        errors = [check.error for check in checks if check.error]
+        if any(check.result is False for check in checks):
+            return Check(result=False, value=False, error=None, conditions=conditions)
+        if errors:
+            return Check(result=None, value=None, error="; ".join(errors), conditions=conditions)
+        return Check(result=True, value=True, conditions=conditions)
+
+
+class Session:
+    """One agent's session on a graph: its node, its state, its transitions."""
+
+    def __init__(
+        self,
+        graph: Any,
+        *,
+        node: str,
+        state: Mapping[str, Any] | None = None,
+        substrate: Substrate | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        redaction: Redaction | Iterable[str] | None = None,
+        thresholds: Mapping[Reversibility | str, float] | None = None,
+    ) -> None:
+        if node not in graph.pages:
+            raise ValueError(f"no page is called {node!r}; pages are {', '.join(graph.pages)}")
+        self.graph = graph
+        self.node = node
+        self.clock = clock
+        self.redaction = (
+            redaction if isinstance(redaction, Redaction) else Redaction(redaction or ())
+        )
+        if substrate is None:
+            substrate = Substrate(
+                StateStore(state, clock=clock),
+                declared_keys=graph.declared_writes(),
+                expected_interval=_PUSH_EXPECTED_INTERVAL,
+                redaction=self.redaction,
+                clock=clock,
+            )
+            substrate.store.heartbeat("session")
+        self.substrate = substrate
+        self.store = substrate.store
+        self.thresholds = {
+            Reversibility(k): v for k, v in (thresholds or DEFAULT_THRESHOLDS).items()
+        }
+        self.handlers: dict[str, Handler] = {}
+        self.transitions: dict[str, Transition] = {}
+        self.counters: dict[str, int] = {}
+        self.queue: list[Transition] = []  # writes-only fires awaiting a state report, FIFO
+        self.flights: dict[str, str] = {}  # single-flight action id -> holder transition id
+        self.journeys: dict[str, Journey] = {}
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.contracts: dict[str, Contract] = {}
+        self.store.subscribe_all(self._on_change)
+
+    def register_actions(self, page: str, handlers: Mapping[str, Handler]) -> None:
+        """Wire handlers (plain or async callables taking the fire's args) to ``page``."""
+        for name, handler in handlers.items():
+            if self.graph.action(f"{page}.{name}") is None:
+                raise ValueError(f"{page}.{name} is not declared in the graph")
+            if not callable(handler):
+                raise TypeError(f"the handler for {page}.{name} is not callable")
+            self.handlers[f"{page}.{name}"] = handler
+
+    def available(self) -> list[ActionSpec]:
+        """The actions available at the current node."""
+        actions: list[ActionSpec] = self.graph.actions(self.node)
+        return actions
+
+    def report(self, values: Mapping[str, Any], *, source: str = "app") -> Snapshot | None:
+        """The application's state report (merged as RFC 7396)."""
+        return self.store.report(values, source=source)
+
+    def fire(
+        self,
+        action_id: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        source: str = "agent",
+        verify_expression: str | None = None,
+        verify_timeout_ms: int | None = None,
+    ) -> FireResult:
+        """Fire an action; returns at once with the fire-time result."""
+        args = dict(args or {})
+        spec = self.graph.action(action_id)
+        if spec is None:
+            return self._refused_unknown(action_id)
+        if spec.page != self.node:
+            where = ", ".join(self.graph.pages_with(spec.name)) or spec.page
+            return self._refuse(
+                spec, args, source, "not_available_here",
+                f"{action_id} is not available at {self.node!r}; it is available at {where}",
+            )  # fmt: skip
+        try:
+            writes, predicate, declared = self._bind(spec, args, verify_expression)
+        except (ContractError, ValueError) as error:
+            return self._refuse(spec, args, source, "bad_arguments", str(error))
+        holder = self.flights.get(spec.id)
+        if spec.single_flight and holder is not None:
+            return self._refuse(
+                spec, args, source, "single_flight",
+                f"{spec.id} is single-flight and {holder} is still pending; wait for it to "
+                "settle (did_it_work) before firing again",
+            )  # fmt: skip
+        confidence = self.substrate.confidence()
+        threshold = self.thresholds[spec.reversibility]
+        if confidence.value < threshold:
+            return self._refuse(
+                spec, args, source, "low_confidence",
+                f"confidence {confidence.value:.2f} is below the {threshold:.2f} that a "
+                f"{spec.reversibility.value} action needs (freshness {confidence.freshness:.2f}, "
+                f"coverage {confidence.coverage:.2f}, health {confidence.health:.2f})",
+            )  # fmt: skip
+        transition = self._mint(spec, args, source, writes, predicate)
+        if spec.single_flight:
+            self.flights[spec.id] = transition.id
+        handler = self.handlers.get(spec.id)
+        if handler is None:
+            transition.materialized = False
+            transition.settle(Phase.UNMATERIALIZED, self.clock.monotonic(), self.store.version)
+            self._release(transition)
+            return self.result(transition)
+        if declared is not None and _covers(declared, writes):
+            check = declared.check(transition.before.objects)
+            if check.result is True:
+                transition.already_true = check.conditions
+        timeout = verify_timeout_ms if verify_timeout_ms is not None else spec.verify_timeout_ms
+        if transition.already_true is None and predicate is not None:
+            self._spawn(self._verify(transition, predicate, spec.settle_ms, timeout))
+        elif transition.already_true is None and writes:
+            self.queue.append(transition)
+        self._run_handler(transition, handler, timeout)
+        return self.result(transition)
+
+    def _bind(
+        self, spec: ActionSpec, args: dict[str, Any], extra: str | None
+    ) -> tuple[tuple[str, ...], Predicate | None, Contract | None]:
+        missing = sorted(spec.placeholders - set(args))
+        if missing:
+            raise ValueError(
+                f"{spec.id} needs the argument{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(missing)} (used in its writes or verify contract)"
+            )
+        writes = tuple(_fill(key, args) for key in spec.writes)
+        parts: list[Predicate] = []
+        declared = None
+        if spec.verify_mapping is not None:
+            contract = self.contracts.get(spec.id)
+            if contract is None:
+                contract = compile_contract(spec.verify_mapping, redaction=self.redaction)
+                self.contracts[spec.id] = contract
+            declared = contract.bind(args)
+            parts.append(declared)
+        if spec.expression is not None:
+            parts.append(ArgsPredicate(spec.expression, args))
+        if extra is not None:
+            parts.append(ArgsPredicate(compile_expression(extra), args))
+        predicate = None if not parts else parts[0] if len(parts) == 1 else AllOf(parts)
+        return writes, predicate, declared
+
+    def _mint(
+        self,
+        spec: ActionSpec,
+        args: dict[str, Any],
+        source: str,
+        writes: tuple[str, ...],
+        predicate: Predicate | None,
+    ) -> Transition:
+        number = self.counters.get(spec.id, 0) + 1
+        self.counters[spec.id] = number
+        transition = Transition(
+            id=f"{spec.id}#{number}",
+            spec=spec,
+            args=args,
+            source=source,
+            writes=writes,
+            predicate=predicate,
+            before=self.store.current,
+            fired_at=self.clock.monotonic(),
+        )
+        self.transitions[transition.id] = transition
+        return transition
+
+    def _refuse(
+        self, spec: ActionSpec, args: dict[str, Any], source: str, reason: str, message: str
+    ) -> FireResult:
+        transition = self._mint(spec, args, source, (), None)
+        transition.refusal = reason
+        transition.error = message
+        transition.settle(Phase.REFUSED, self.clock.monotonic(), self.store.version)
+        return self.result(transition)
+
+    def _refused_unknown(self, action_id: str) -> FireResult:
+        known = [spec.id for spec in self.available()]
+        return FireResult(
+            ok=False,
+            did=action_id,
+            effect_status="refused",
+            transition_id=None,
+            refusal="unknown_action",
+            error=f"no action is called {action_id!r}; available here: {', '.join(known)}",
+        )
+
+    def _spawn(self, coroutine: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def _run_handler(self, transition: Transition, handler: Handler, timeout_ms: int) -> None:
+        try:
+            returned = handler(dict(transition.args))
+        except Exception as error:
+            self._handler_failed(transition, error)
+            return
+        if inspect.isawaitable(returned):
+            self._spawn(self._await_handler(transition, returned))
+            transition.waiting_on = "the handler to finish"
+        else:
+            self._handler_finished(transition, returned)
+
+    async def _await_handler(self, transition: Transition, awaitable: Any) -> None:
+        try:
+            returned = await awaitable
+        except Exception as error:
+            self._handler_failed(transition, error)
+            return
+        self._handler_finished(transition, returned)
+
+    def _handler_failed(self, transition: Transition, error: Exception) -> None:
+        transition.handler_done = True
+        transition.error = f"the handler raised {type(error).__name__}: {error}"
+        if not transition.phase.terminal:
+            self._finish(transition, Phase.FAILED)
+
+    def _handler_finished(self, transition: Transition, returned: Any) -> None:
+        transition.handler_done = True
+        transition.handler_result = returned
+        if transition.phase.terminal:
+            return
+        if transition.already_true is not None and isinstance(transition.predicate, AllOf):
+            # The fire's own verify_expression is checked in addition to the declared contract.
+            spec = transition.spec
+            self._spawn(self._verify(transition, transition.predicate, 0, spec.verify_timeout_ms))
+        elif transition.already_true is not None:
+            self._finish(transition, self._observed(transition))
+        elif transition.predicate is None and not transition.writes:
+            self._finish(transition, Phase.UNOBSERVABLE)
+
+    def _observed(self, transition: Transition) -> Phase:
+        transition.commit = self._commit_bundle(transition, self.store.current)
+        return Phase.WORKED if transition.commit else Phase.UNOBSERVABLE
+
+    async def _verify(
+        self, transition: Transition, predicate: Predicate, settle_ms: int, timeout_ms: int
+    ) -> None:
+        options = VerifyOptions(
+            settle_ms=settle_ms,
+            timeout_ms=timeout_ms,
+            poll_interval_ms=self.substrate.poll_interval_ms,
+        )
+        transition.waiting_on = f"the verify contract {predicate.source} to hold"
+        outcome = await verify(
+            predicate,
+            self.store,
+            before=transition.before,
+            options=options,
+            clock=self.clock,
+            redaction=self.redaction,
+        )
+        if transition.phase.terminal:
+            return
+        transition.outcome = outcome
+        if outcome.passed:
+            transition.commit = self._commit_bundle(transition, self.store.current)
+            self._finish(transition, Phase.WORKED)
+        else:
+            transition.error = outcome.narrative
+            self._finish(transition, Phase.FAILED)
+
+    def _on_change(self, snapshot: Snapshot, paths: tuple[tuple[str, ...], ...]) -> None:
+        """Settle the earliest queued writes-only fire per written key that changed."""
+        if not self.queue:
+            return
+        for transition in list(self.queue):
+            if transition.phase.terminal:
+                self.queue.remove(transition)
+                continue
+            written = [parse_path(key) for key in transition.writes]
+            if any(_related(path, write) for path in paths for write in written):
+                self.queue.remove(transition)
+                transition.commit = self._commit_bundle(transition, snapshot)
+                self._finish(transition, Phase.WORKED)
+                return
+
+    def _commit_bundle(self, transition: Transition, after: Snapshot) -> list[FieldChange]:
+        written = [parse_path(key) for key in transition.writes]
+        changes = self.store.changes_between(transition.before, after)
+        mine = [c for c in changes if any(_related(parse_path(c.key), w) for w in written)]
+        return summarize_changes(mine, self.redaction)
+
+    def _finish(self, transition: Transition, phase: Phase) -> None:
+        transition.settle(phase, self.clock.monotonic(), self.store.version)
+        if transition in self.queue:
+            self.queue.remove(transition)
+        self._release(transition)
+        if phase is Phase.WORKED or (phase is Phase.UNOBSERVABLE and transition.error is None):
+            if transition.spec.to is not None:
+                self.node = transition.spec.to
+            for journey in self.journeys.values():
+                journey.record(transition.spec.id)
+
+    def _release(self, transition: Transition) -> None:
+        if self.flights.get(transition.spec.id) == transition.id:
+            del self.flights[transition.spec.id]
+
+    def result(self, transition: Transition) -> FireResult:
+        """The fire result as of now (the receipt, plus ``outcome_now`` when it differs)."""
+        phase = transition.phase
+        statuses: dict[Phase, EffectStatus] = {
+            Phase.PENDING: "pending",
+            Phase.WORKED: "settled",
+            Phase.UNOBSERVABLE: "settled",
+            Phase.UNMATERIALIZED: "settled",
+            Phase.FAILED: "failed",
+            Phase.REFUSED: "refused",
+        }
+        status = statuses[phase]
+        why = ALREADY_TRUE_WHY if transition.already_true is not None else None
+        if phase is Phase.UNMATERIALIZED:
+            why = "No handler is wired for this action, so nothing was executed."
+        return FireResult(
+            ok=phase is not Phase.REFUSED,
+            did=transition.spec.id,
+            effect_status=status,
+            transition_id=transition.id,
+            already_true=list(transition.already_true)
+            if transition.already_true is not None
+            else None,
+            why=why,
+            outcome=transition.outcome,
+            outcome_now=self._outcome_now(transition),
+            error=transition.error,
+            refusal=transition.refusal,
+            materialized=transition.materialized,
+        )
+
+    def _outcome_now(self, transition: Transition) -> CurrentCheck | None:
+        if transition.predicate is None or transition.phase not in (Phase.WORKED, Phase.FAILED):
+            return None
+        if transition.outcome is None:
+            return None
+        current = self.store.current
+        if current.version == transition.settled_version:
+            return None
+        check = transition.predicate.check(current.objects)
+        if check.result == transition.outcome.result:
+            return None
+        held = (
+            "holds"
+            if check.result
+            else "no longer holds"
+            if check.result is False
+            else ("cannot be evaluated")
+        )
+        return CurrentCheck(
+            result=check.result,
+            version=current.version,
+            detail=f"since settlement the contract {held} (state version {current.version})",
+        )
+
+    def did_it_work(self, transition_id: str) -> Answer:
+        """``pending``, ``worked``, ``failed``, ``unobservable``, ``refused`` or
+        ``unmaterialized``, with the evidence; a pending answer says what it waits on."""
+        transition = self.transitions.get(transition_id)
+        if transition is None:
+            raise KeyError(f"no transition {transition_id!r} in this session")
+        phase = transition.phase
+        waiting_on = pending_for = None
+        if phase is Phase.PENDING:
+            waiting_on = self._waiting_on(transition)
+            pending_for = round((self.clock.monotonic() - transition.fired_at) * 1000)
+        return Answer(
+            transition_id=transition.id,
+            answer=phase.value,
+            why=_why(transition, waiting_on),
+            waiting_on=waiting_on,
+            pending_for_ms=pending_for,
+            outcome=transition.outcome,
+            outcome_now=self._outcome_now(transition),
+            already_true=list(transition.already_true)
+            if transition.already_true is not None
+            else None,
+            commit=transition.commit,
+            effect=transition.effect,  # type: ignore[arg-type]
+            error=transition.error,
+            result=_json_or_none(transition.handler_result),
+        )
+
+    def _waiting_on(self, transition: Transition) -> str:
+        if transition.already_true is not None or (
+            transition.predicate is None and not transition.writes
+        ):
+            return "the handler to finish (it has not returned yet)"
+        if transition.predicate is not None:
+            return transition.waiting_on or f"the verify contract {transition.predicate.source}"
+        position = self.queue.index(transition) if transition in self.queue else 0
+        where = f"; {position} earlier fire(s) are queued before it" if position else ""
+        return f"a state report writing {', '.join(transition.writes)}{where}"
+
+    async def wait(self, transition_id: str, ceiling_s: float) -> FireResult:
+        """Wait up to ``ceiling_s`` for settlement; the answer as of then, settled or not."""
+        transition = self.transitions[transition_id]
+        if not transition.phase.terminal:
+            if transition.settled is None:
+                transition.settled = asyncio.Event()
+            waiter = asyncio.ensure_future(transition.settled.wait())
+            timer = self.clock.call_later(ceiling_s, lambda: _cancel(waiter))
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if not waiter.cancelled():
+                    raise
+            finally:
+                timer.cancel()
+        return self.result(transition)
+
+    def start_journey(self, name: str, steps: Iterable[str]) -> Journey:
+        """Track a named sequence of actions toward a goal."""
+        journey = Journey(name, tuple(steps))
+        self.journeys[name] = journey
+        return journey
+
+    async def close(self) -> None:
+        """Cancel background work (verifications, async handlers)."""
+        for task in list(self.tasks):
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
+def _covers(contract: Contract, writes: tuple[str, ...]) -> bool:
+    """Does the declarative contract put a condition on (or inside) every written key?"""
+    if not writes:
+        return False
+    keys = [parse_path(key) for key in contract.keys]
+    return all(
+        any(tuple(key[: len(write)]) == write for key in keys)
+        for write in (parse_path(w) for w in writes)
+    )
+
+
+def _related(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    shorter = min(len(a), len(b))
+    return a[:shorter] == b[:shorter]
+
+
+def _fill(template: str, args: Mapping[str, Any]) -> str:
+    return _PLACEHOLDER.sub(lambda m: str(args[m.group(1)]), template)
+
+
+def _json_or_none(value: Any) -> Any:
+    if value is None or isinstance(value, str | int | float | bool | list | dict):
+        return value
+    return None
+
+
+def _why(transition: Transition, waiting_on: str | None) -> str:
+    phase = transition.phase
+    if phase is Phase.PENDING:
+        return f"Still pending: waiting on {waiting_on}. Nothing has settled it yet."
+    if phase is Phase.WORKED:
+        if transition.outcome is not None:
+            return transition.outcome.narrative
+        return "A state report established the declared change."
+    if phase is Phase.UNOBSERVABLE:
+        return "The handler finished, and no change to the declared keys was observed."
+    if phase is Phase.FAILED:
+        return transition.error or "It failed."
+    if phase is Phase.REFUSED:
+        return transition.error or "It was refused."
+    return "No handler is wired for this action, so nothing was executed and nothing will settle."
+
+
+def _cancel(future: asyncio.Future[Any]) -> None:
+    future.cancel()

@@ -1,0 +1,86 @@
+"""Transitions: one fire of one action in one session, and its lifecycle.
+
+A transition is minted ``page.action#N`` when a fire is accepted (or refused). Its receipt —
+the fire-time evidence, the settlement and its outcome — is written once and never
+rewritten; what happens to the world afterwards shows beside it, as ``outcome_now``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from assay.errors import TransitionError
+from assay.expr.predicate import ConditionEvidence, Predicate
+from assay.graph.declaration import ActionSpec
+from assay.state.snapshot import FieldChange, Snapshot
+from assay.verify.outcome import VerificationOutcome
+
+
+class Phase(StrEnum):
+    """Where a transition is in its life; only pending moves, and only once."""
+
+    PENDING = "pending"
+    WORKED = "worked"
+    UNOBSERVABLE = "unobservable"
+    FAILED = "failed"
+    REFUSED = "refused"
+    UNMATERIALIZED = "unmaterialized"
+
+    @property
+    def terminal(self) -> bool:
+        return self is not Phase.PENDING
+
+
+@dataclass(eq=False)
+class Transition:
+    """The record of one fire. Fields up to ``already_true`` are fixed at fire time."""
+
+    id: str
+    spec: ActionSpec
+    args: dict[str, Any]
+    source: str
+    writes: tuple[str, ...]
+    predicate: Predicate | None
+    before: Snapshot
+    fired_at: float
+    already_true: tuple[ConditionEvidence, ...] | None = None
+    materialized: bool = True
+    phase: Phase = Phase.PENDING
+    handler_done: bool = False
+    handler_result: Any = None
+    error: str | None = None
+    refusal: str | None = None
+    outcome: VerificationOutcome | None = None
+    commit: list[FieldChange] = field(default_factory=list)
+    settled_at: float | None = None
+    settled_version: int | None = None
+    waiting_on: str | None = None
+    settled: asyncio.Event | None = None
+
+    def settle(self, phase: Phase, at: float, version: int) -> None:
+        """Move from pending to a terminal phase; a second move is a bug and says so."""
+        if self.phase.terminal:
+            raise TransitionError(
+                f"{self.id} is already {self.phase.value}; it cannot become {phase.value} "
+                "(a receipt is never rewritten)"
+            )
+        if not phase.terminal:
+            raise TransitionError(f"{self.id} cannot move back to pending")
+        self.phase = phase
+        self.settled_at = at
+        self.settled_version = version
+        self.waiting_on = None
+        if self.settled is not None:
+            self.settled.set()
+
+    @property
+    def effect(self) -> str | None:
+        """``observed`` when a report or verification established the change."""
+        if self.phase is Phase.WORKED:
+            return "observed"
+        if self.phase is Phase.UNOBSERVABLE:
+            return "unobservable"
+        return None
