@@ -1,0 +1,348 @@
+"""Sessions: the four settlement paths and every condition of the already-true rule."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import pytest
+
+from assay.clock import VirtualClock
+from assay.graph import Session, build_navigation_graph
+
+T = TypeVar("T")
+
+PAGES: dict[str, Any] = {
+    "workspace": {
+        "actions": {
+            "open-billing": {
+                "does": "Open the billing domain view",
+                "writes": ["view.domain"],
+                "verify": {"view.domain": {"eq": "billing"}},
+                "to": "billing",
+            },
+            "open-billing-blind": {
+                "does": "Open the billing view, declaring writes only",
+                "writes": ["view.domain"],
+            },
+            "refresh": {"does": "Refresh the page (writes nothing)"},
+            "send": {
+                "does": "Send the draft",
+                "writes": ["inbox.sent_count"],
+                "verify_expression": "inbox.sent_count > 0",
+                "single_flight": True,
+            },
+            "unwired": {"does": "An action with no handler", "writes": ["x"]},
+        }
+    },
+    "billing": {"actions": {"pay": {"does": "Pay", "writes": ["cart.paid"]}}},
+}
+GRAPH = build_navigation_graph("desk", pages=PAGES)
+
+
+def run(main: Callable[[VirtualClock], Awaitable[T]]) -> T:
+    return asyncio.run(main(VirtualClock()))
+
+
+# Every key the graph's actions write, so that coverage (and so confidence) is full.
+BASE: dict[str, Any] = {
+    "view": {"domain": "workspace"},
+    "inbox": {"sent_count": 0},
+    "x": 0,
+    "cart": {"paid": False},
+}
+
+
+def session(clock: VirtualClock, state: dict[str, Any], **handlers: Any) -> Session:
+    full = {**BASE, **state}
+    created = GRAPH.create_session(node="workspace", state=full, clock=clock)
+    created.register_actions("workspace", handlers=handlers)
+    return created
+
+
+def test_already_true_fire_carries_the_evidence_and_settles_on_its_handler() -> None:
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"view": {"domain": "billing"}}, **{"open-billing": lambda args: None})
+        fired = s.fire("workspace.open-billing", source="agent")
+        return fired, s.did_it_work(fired.transition_id or ""), s.queue, s.node
+
+    fired, answer, queue, node = run(main)
+    assert fired.ok is True
+    assert fired.effect_status == "settled"
+    assert [e.key for e in fired.already_true or []] == ["view.domain"]
+    assert fired.already_true[0].actual_summary == '"billing"'  # type: ignore[index]
+    assert fired.why is not None
+    assert fired.why.startswith("These declared verify conditions held before this action fired.")
+    assert answer.answer == "unobservable"
+    assert answer.commit == []
+    assert queue == []  # never joined the state-report queue
+    assert node == "billing"
+
+
+def test_already_true_handler_that_raises_is_still_a_failure() -> None:
+    def broken(args: dict[str, Any]) -> None:
+        raise RuntimeError("billing service down")
+
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"view": {"domain": "billing"}}, **{"open-billing": broken})
+        fired = s.fire("workspace.open-billing")
+        return fired, s.did_it_work(fired.transition_id or ""), s.node
+
+    fired, answer, node = run(main)
+    assert fired.effect_status == "failed"
+    assert fired.already_true is not None
+    assert fired.error == "the handler raised RuntimeError: billing service down"
+    assert answer.answer == "failed"
+    assert node == "workspace"
+
+
+def test_already_true_with_an_unresolved_handler_is_still_pending_on_the_handler() -> None:
+    async def main(clock: VirtualClock) -> Any:
+        never: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        async def hangs(args: dict[str, Any]) -> None:
+            await never
+
+        s = session(clock, {"view": {"domain": "billing"}}, **{"open-billing": hangs})
+        fired = s.fire("workspace.open-billing")
+        await clock.advance(30)
+        answer = s.did_it_work(fired.transition_id or "")
+        await s.close()
+        return fired, answer
+
+    fired, answer = run(main)
+    assert fired.effect_status == "pending"
+    assert fired.already_true is not None
+    assert answer.answer == "pending"
+    assert answer.waiting_on == "the handler to finish (it has not returned yet)"
+    assert answer.pending_for_ms == 30_000
+    assert answer.why == (
+        "Still pending: waiting on the handler to finish (it has not returned yet). "
+        "Nothing has settled it yet."
+    )
+
+
+def test_phantom_case_another_report_never_settles_an_already_true_fire() -> None:
+    async def main(clock: VirtualClock) -> Any:
+        s = session(
+            clock,
+            {"view": {"domain": "billing"}},
+            **{"open-billing": lambda a: None, "open-billing-blind": lambda a: None},
+        )
+        s.node = "workspace"
+        first = s.fire("workspace.open-billing-blind")  # a real pending fire, FIFO first
+        s.node = "workspace"
+        already = s.fire("workspace.open-billing")  # already true: settles on its handler
+        s.node = "workspace"
+        second = s.fire("workspace.open-billing-blind")  # another real pending fire
+        s.report({"view.domain": "workspace"}, source="someone-else")
+        answers = [s.did_it_work(f.transition_id or "") for f in (first, already, second)]
+        s.report({"view.domain": "billing"}, source="someone-else")
+        answers.append(s.did_it_work(second.transition_id or ""))
+        return answers
+
+    first, already, second_before, second_after = run(main)
+    assert first.answer == "worked"  # FIFO: the earliest real fire takes the first report
+    assert [(c.key, c.before, c.after) for c in first.commit] == [
+        ("view.domain", "billing", "workspace")
+    ]
+    assert already.answer == "unobservable"  # settled by its handler, not by the report
+    assert already.commit == []
+    assert second_before.answer == "pending"
+    assert second_after.answer == "worked"
+
+
+def test_writes_without_declarative_verify_get_no_already_true_and_wait_for_a_report() -> None:
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"view": {"domain": "billing"}}, **{"open-billing-blind": lambda a: 1})
+        fired = s.fire("workspace.open-billing-blind")
+        return fired, s.did_it_work(fired.transition_id or "")
+
+    fired, answer = run(main)
+    assert fired.model_dump() == {
+        "ok": True,
+        "did": "workspace.open-billing-blind",
+        "effect_status": "pending",
+        "transition_id": "workspace.open-billing-blind#1",
+        "already_true": None,
+        "why": None,
+        "outcome": None,
+        "outcome_now": None,
+        "error": None,
+        "refusal": None,
+        "materialized": True,
+    }
+    assert answer.answer == "pending"
+    assert answer.waiting_on == "a state report writing view.domain"
+    assert answer.result == 1
+
+
+def test_unmaterialized_fire_is_never_stamped_already_true() -> None:
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"x": 1})
+        fired = s.fire("workspace.unwired")
+        return fired, s.did_it_work(fired.transition_id or "")
+
+    fired, answer = run(main)
+    assert fired.materialized is False
+    assert fired.already_true is None
+    assert answer.answer == "unmaterialized"
+    assert answer.why == (
+        "No handler is wired for this action, so nothing was executed and nothing will settle."
+    )
+
+
+def test_contract_path_settles_through_verification_and_navigates() -> None:
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"view": {"domain": "workspace"}}, **{"open-billing": lambda a: None})
+        fired = s.fire("workspace.open-billing")
+        await clock.advance(0.2)
+        s.report({"view.domain": "billing"})
+        settled = await s.wait(fired.transition_id or "", 5)
+        return fired, settled, s.node
+
+    fired, settled, node = run(main)
+    assert fired.effect_status == "pending"
+    assert settled.effect_status == "settled"
+    assert settled.outcome is not None
+    assert settled.outcome.poll_cycles == 2
+    assert settled.outcome.elapsed_ms == 200
+    assert node == "billing"
+
+
+def test_contract_that_never_holds_fails_with_the_narrative() -> None:
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"inbox": {"sent_count": 0}}, send=lambda a: None)
+        fired = s.fire("workspace.send")
+        await clock.advance(6)
+        return s.did_it_work(fired.transition_id or "")
+
+    answer = run(main)
+    assert answer.answer == "failed"
+    assert answer.error == (
+        "inbox.sent_count remained 0 after 1 poll cycle (5000ms); nothing observable changed. "
+        "The action may have failed silently."
+    )
+
+
+def test_single_flight_refuses_a_second_fire_naming_the_holder() -> None:
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"inbox": {"sent_count": 0}}, send=lambda a: None)
+        first = s.fire("workspace.send")
+        second = s.fire("workspace.send")
+        s.report({"inbox.sent_count": 1})
+        await clock.advance(0)
+        third = s.fire("workspace.send")
+        return first, second, third
+
+    first, second, third = run(main)
+    assert first.ok is True
+    assert second.ok is False
+    assert second.refusal == "single_flight"
+    assert second.error == (
+        "workspace.send is single-flight and workspace.send#1 is still pending; wait for it "
+        "to settle (did_it_work) before firing again"
+    )
+    assert third.ok is True
+    assert third.transition_id == "workspace.send#3"
+
+
+def test_an_action_not_available_here_is_refused_naming_where_it_is() -> None:
+    async def main(clock: VirtualClock) -> Any:
+        return session(clock, {}).fire("billing.pay")
+
+    refused = run(main)
+    assert refused.refusal == "not_available_here"
+    assert (
+        refused.error == "billing.pay is not available at 'workspace'; it is available at billing"
+    )
+
+
+def test_low_confidence_refuses_with_both_figures() -> None:
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"view": {"domain": "x"}}, **{"open-billing": lambda a: None})
+        await clock.advance(120)  # nothing heard for four expected intervals
+        return s.fire("workspace.open-billing")
+
+    refused = run(main)
+    assert refused.refusal == "low_confidence"
+    assert refused.error is not None
+    assert refused.error.startswith(
+        "confidence 0.00 is below the 0.50 that a reversible action needs (freshness 0.00"
+    )
+
+
+def test_no_writes_no_contract_settles_on_handler_completion() -> None:
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {}, refresh=lambda a: None)
+        fired = s.fire("workspace.refresh")
+        return fired, s.did_it_work(fired.transition_id or "")
+
+    fired, answer = run(main)
+    assert fired.effect_status == "settled"
+    assert answer.answer == "unobservable"
+
+
+def test_a_later_report_that_undoes_the_effect_shows_in_outcome_now() -> None:
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"view": {"domain": "workspace"}}, **{"open-billing": lambda a: None})
+        fired = s.fire("workspace.open-billing")
+        s.report({"view.domain": "billing"})
+        settled = await s.wait(fired.transition_id or "", 5)
+        s.report({"view.domain": "workspace"})
+        return settled, s.did_it_work(fired.transition_id or "")
+
+    settled, later = run(main)
+    assert settled.outcome_now is None
+    assert later.answer == "worked"  # the receipt is never rewritten
+    assert later.outcome is not None and later.outcome.passed is True
+    assert later.outcome_now is not None
+    assert later.outcome_now.result is False
+    assert (
+        later.outcome_now.detail
+        == "since settlement the contract no longer holds (state version 2)"
+    )
+
+
+def test_journey_counts_settled_steps() -> None:
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"view": {"domain": "billing"}}, **{"open-billing": lambda a: None})
+        journey = s.start_journey("pay the bill", ["workspace.open-billing", "billing.pay"])
+        s.fire("workspace.open-billing")
+        return journey.progress()
+
+    progress = run(main)
+    assert (progress.done, progress.total, progress.next, progress.complete) == (
+        1,
+        2,
+        "billing.pay",
+        False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("pages", "message"),
+    [
+        ({"p": {"actions": {"a": {"does": "x", "verify": {"k": {"eqq": 1}}}}}}, "p.a: verify: "),
+        (
+            {"p": {"actions": {"a": {"does": "x", "writes": ["a.b"], "verify": {"c.d": 1}}}}},
+            "p.a: verify: the contract reads 'c.d', which is outside the declared writes (a.b)",
+        ),
+        (
+            {"p": {"actions": {"a": {"does": "x", "reversibility": "irreversible"}}}},
+            "p.a: verify: an irreversible action must declare a verify contract",
+        ),
+        ({"p": {"actions": {"a.b": {"does": "x"}}}}, "p.a.b: the action name 'a.b' cannot"),
+        ({"p#1": {"actions": {}}}, "p#1: the page name 'p#1' cannot form a transition id"),
+        ({"p": {"actions": {"a": {"does": "x", "to": "nowhere"}}}}, "p.a: to: no page is called"),
+        ({"p": {"actions": {"a": {"does": "x", "speed": 1}}}}, "p.a: speed: unknown field"),
+        ({"p": {"actions": {"a": {"writes": []}}}}, "p.a: does: expected a sentence"),
+    ],
+)
+def test_declaration_errors_name_page_action_and_field(pages: Any, message: str) -> None:
+    from assay.errors import GraphError
+
+    with pytest.raises(GraphError) as caught:
+        build_navigation_graph("app", pages=pages)
+    assert str(caught.value).startswith(message), str(caught.value)
