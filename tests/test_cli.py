@@ -180,3 +180,24 @@ def test_usage_errors_exit_2() -> None:
         result = run(*args)
         assert result.returncode == 2, args
         assert "Traceback" not in result.stderr
+
+
+def test_example_already_true_prints_three_real_presses() -> None:
+    result = run("example", "already-true")
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line["press"] for line in lines] == ["already true", "ordinary", "writes, no verify"]
+    already, ordinary, blind = lines
+    assert already["fire"]["already_true"][0]["key"] == "view.domain"
+    assert already["did_it_work"]["answer"] == "unobservable"
+    assert "already_true" not in ordinary["fire"]
+    assert ordinary["did_it_work"]["answer"] == "worked"
+    assert "already_true" not in blind["fire"]
+    assert blind["did_it_work"]["answer"] == "pending"
+    assert blind["did_it_work"]["waiting_on"] == "a state report writing view.domain"
+
+
+def test_example_unknown_name_exits_2() -> None:
+    result = run("example", "nope")
+    assert result.returncode == 2
+    assert "invalid choice: 'nope'" in result.stderr

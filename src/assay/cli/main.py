@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from assay import __version__
-from assay.cli import verify
+from assay.cli import example, verify
 
 EXIT_CODES = """exit codes:
   0  success (verify: the expression held)
@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"assay {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     verify.register(commands)
+    example.register(commands)
     return parser
 
 

@@ -1,0 +1,32 @@
+"""``assay example NAME``: run one of the built-in examples."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from assay.examples import already_true
+
+EXAMPLES: dict[str, tuple[str, Callable[[], int]]] = {
+    "already-true": (
+        "the already-true press, an ordinary press and a writes-only press, as JSON lines",
+        already_true.main,
+    ),
+}
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "example",
+        help="run a built-in example",
+        description="Run a built-in example against the real library and print what it "
+        "saw. Examples: " + "; ".join(f"{name}: {about}" for name, (about, _) in EXAMPLES.items()),
+    )
+    parser.add_argument("name", choices=sorted(EXAMPLES), metavar="NAME", help=", ".join(EXAMPLES))
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    _, main = EXAMPLES[args.name]
+    return main()

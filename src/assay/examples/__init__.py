@@ -1,0 +1,1 @@
+"""Runnable examples, printed by ``assay example NAME``; each drives the real library."""
