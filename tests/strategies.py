@@ -633,3 +633,44 @@ def expressions(state_keys: Sequence[str], depth: int = 4) -> st.SearchStrategy[
 def random_expression(rng: random.Random, state_keys: Sequence[str], depth: int = 4) -> str:
     """The same generator on a seeded ``random.Random``: for campaigns outside Hypothesis."""
     return ExpressionBuilder(rng.randrange, state_keys).expression(depth)
+
+
+# Small documents and merge patches for the state store: a tiny key vocabulary so that
+# documents and patches collide.
+STATE_TOP_KEYS = st.sampled_from(["a", "b", "c", "d", ""])
+STATE_KEYS = st.sampled_from(["a", "b", "c", "d", "", "x.y"])
+"""A small vocabulary, so documents and patches collide. Below the top level ``x.y`` is a
+literal key; at the top a report would read it as a path, so it is not drawn there."""
+
+state_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.sampled_from([0.0, 1.0, 2.5, -0.5]),
+    st.sampled_from(["", "s", "t"]),
+)
+state_values = st.recursive(
+    state_scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(STATE_KEYS, inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+state_documents = st.dictionaries(STATE_TOP_KEYS, state_values, max_size=5)
+"""Random substrates: JSON objects whose values may be anything JSON, nulls included."""
+
+state_patches = st.dictionaries(STATE_TOP_KEYS, st.one_of(st.none(), state_values), max_size=5)
+"""Random merge patches: many nulls (deletions), nested objects (recursive merges)."""
+
+
+def normal(value: Any) -> Any:
+    """A form in which JSON-equal values are ``==``: numbers by value, booleans apart."""
+    if isinstance(value, bool):
+        return ("boolean", value)
+    if isinstance(value, int | float):
+        return ("number", value)
+    if isinstance(value, dict):
+        return {key: normal(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return ("array", [normal(item) for item in value])
+    return value

@@ -12,42 +12,7 @@ from hypothesis import strategies as st
 
 from assay.errors import StateError
 from assay.state import StateStore, merge_patch
-
-TOP_KEYS = st.sampled_from(["a", "b", "c", "d", ""])
-KEYS = st.sampled_from(["a", "b", "c", "d", "", "x.y"])
-"""A small vocabulary, so documents and patches collide. Below the top level ``x.y`` is a
-literal key; at the top a report would read it as a path, so it is not drawn there."""
-
-scalars = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(-3, 3),
-    st.sampled_from([0.0, 1.0, 2.5, -0.5]),
-    st.sampled_from(["", "s", "t"]),
-)
-json_values = st.recursive(
-    scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(KEYS, inner, max_size=4)),
-    max_leaves=12,
-)
-documents = st.dictionaries(TOP_KEYS, json_values, max_size=5)
-"""Random substrates: JSON objects whose values may be anything JSON, nulls included."""
-
-patches = st.dictionaries(TOP_KEYS, st.one_of(st.none(), json_values), max_size=5)
-"""Random merge patches: many nulls (deletions), nested objects (recursive merges)."""
-
-
-def normal(value: Any) -> Any:
-    """A form in which JSON-equal values are ``==``: numbers by value, booleans apart."""
-    if isinstance(value, bool):
-        return ("boolean", value)
-    if isinstance(value, int | float):
-        return ("number", value)
-    if isinstance(value, dict):
-        return {key: normal(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return ("array", [normal(item) for item in value])
-    return value
+from strategies import normal, state_documents, state_patches, state_values
 
 
 def reference_merge(target: Any, patch: Any) -> Any:
@@ -103,7 +68,7 @@ def test_rfc_7396_appendix_a_through_a_store(target: Any, patch: Any, result: An
     assert store.current.objects == result
 
 
-@given(documents, patches)
+@given(state_documents, state_patches)
 def test_merge_patch_agrees_with_the_reference(target: dict[str, Any], patch: Any) -> None:
     before = copy.deepcopy(target)
     merged = merge_patch(target, patch)
@@ -114,12 +79,12 @@ def test_merge_patch_agrees_with_the_reference(target: dict[str, Any], patch: An
             assert merged[key] is value  # shared, not copied
 
 
-@given(json_values, st.one_of(st.none(), json_values))
+@given(state_values, st.one_of(st.none(), state_values))
 def test_merge_patch_on_any_json_agrees_with_the_reference(target: Any, patch: Any) -> None:
     assert normal(merge_patch(target, patch)) == normal(reference_merge(target, patch))
 
 
-@given(documents, patches)
+@given(state_documents, state_patches)
 def test_a_patch_applied_twice_changes_nothing_the_second_time(
     target: dict[str, Any], patch: dict[str, Any]
 ) -> None:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 
 from assay.state import FieldChange, Snapshot, changed_fields
-from test_patch import documents, normal
+from strategies import normal, state_documents
 
 
 def rows(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, Any, Any, str]]:
@@ -109,7 +109,7 @@ def test_field_change_path_reads_its_key() -> None:
     assert change.path == ("orders", "a.b", "status")
 
 
-@given(documents, documents)
+@given(state_documents, state_documents)
 def test_applying_changed_fields_gives_the_second_document(
     a: dict[str, Any], b: dict[str, Any]
 ) -> None:
@@ -118,14 +118,14 @@ def test_applying_changed_fields_gives_the_second_document(
     assert len({c.key for c in changes}) == len(changes)
 
 
-@given(documents, documents)
+@given(state_documents, state_documents)
 def test_changed_fields_backwards_is_the_inverse(a: dict[str, Any], b: dict[str, Any]) -> None:
     inverse = {"added": "removed", "removed": "added", "changed": "changed"}
     forwards = [(c.key, c.after, c.before, inverse[c.kind]) for c in changed_fields(a, b)]
     assert rows(b, a) == forwards
 
 
-@given(documents)
+@given(state_documents)
 def test_a_document_and_its_copy_have_no_changed_fields(a: dict[str, Any]) -> None:
     assert changed_fields(a, copy.deepcopy(a)) == []
 

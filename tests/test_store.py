@@ -28,7 +28,7 @@ from assay.state import (
     changed_fields,
 )
 from assay.state.index import ChangedPaths
-from test_patch import documents, normal, patches
+from strategies import normal, state_documents, state_patches
 
 
 def advance(clock: VirtualClock, seconds: float) -> None:
@@ -66,7 +66,7 @@ def test_dotted_keys_expand_into_nesting() -> None:
     }
 
 
-@given(patches)
+@given(state_patches)
 def test_a_dotted_report_merges_like_the_nested_one(patch: dict[str, Any]) -> None:
     def dotted(prefix: str, value: Any, out: dict[str, Any]) -> None:
         if isinstance(value, dict) and value and not any("." in key or not key for key in value):
@@ -344,9 +344,9 @@ def test_snapshots_of_another_store_are_diffed() -> None:
 
 operations = st.lists(
     st.one_of(
-        st.tuples(st.just("report"), patches),
-        st.tuples(st.just("set"), documents),
-        st.tuples(st.just("replace"), documents),
+        st.tuples(st.just("report"), state_patches),
+        st.tuples(st.just("set"), state_documents),
+        st.tuples(st.just("replace"), state_documents),
     ),
     max_size=5,
 )
@@ -370,7 +370,13 @@ def has_null(value: Any) -> bool:
     return False
 
 
-@given(documents, documents, operations, st.sampled_from(["replace", "set", "report"]), st.data())
+@given(
+    state_documents,
+    state_documents,
+    operations,
+    st.sampled_from(["replace", "set", "report"]),
+    st.data(),
+)
 def test_the_change_log_agrees_with_changed_fields(
     a: dict[str, Any],
     b: dict[str, Any],
@@ -414,7 +420,7 @@ def test_the_change_log_agrees_with_changed_fields(
         )
 
 
-@given(documents, st.lists(patches, min_size=1, max_size=4))
+@given(state_documents, st.lists(state_patches, min_size=1, max_size=4))
 def test_equal_subtrees_stay_shared(a: dict[str, Any], steps: list[dict[str, Any]]) -> None:
     store = StateStore(a)
     for patch in steps:
