@@ -346,3 +346,79 @@ def test_declaration_errors_name_page_action_and_field(pages: Any, message: str)
     with pytest.raises(GraphError) as caught:
         build_navigation_graph("app", pages=pages)
     assert str(caught.value).startswith(message), str(caught.value)
+
+
+CANCEL = build_navigation_graph(
+    "shop",
+    pages={
+        "desk": {
+            "actions": {
+                "cancel": {
+                    "does": "Cancel an order",
+                    "writes": ["orders.{order_id}.status"],
+                    "verify": {"orders.{order_id}.status": "cancelled"},
+                }
+            }
+        }
+    },
+)
+
+
+def test_an_argument_with_a_dot_stays_one_path_segment() -> None:
+    async def main(clock: VirtualClock) -> Any:
+        s = CANCEL.create_session(
+            node="desk", state={"orders": {"a.b": {"status": "cancelled"}}}, clock=clock
+        )
+        s.register_actions("desk", handlers={"cancel": lambda a: None})
+        return s.fire("desk.cancel", {"order_id": "a.b"})
+
+    fired = run(main)
+    assert fired.already_true is not None
+    assert [e.key for e in fired.already_true] == ['orders["a.b"].status']
+
+
+def test_an_argument_with_brackets_is_bound_safely() -> None:
+    async def main(clock: VirtualClock) -> Any:
+        s = CANCEL.create_session(node="desk", state={"orders": {}}, clock=clock)
+        s.register_actions("desk", handlers={"cancel": lambda a: None})
+        fired = s.fire("desk.cancel", {"order_id": "x]y"})
+        s.report({"orders": {"x]y": {"status": "cancelled"}}})
+        return await s.wait(fired.transition_id or "", 1)
+
+    settled = run(main)
+    assert settled.effect_status == "settled"
+
+
+def test_a_missing_argument_is_refused_before_anything_runs() -> None:
+    async def main(clock: VirtualClock) -> Any:
+        s = CANCEL.create_session(node="desk", state={"orders": {}}, clock=clock)
+        s.register_actions("desk", handlers={"cancel": lambda a: None})
+        return s.fire("desk.cancel", {})
+
+    refused = run(main)
+    assert refused.refusal == "bad_arguments"
+    assert (
+        refused.error
+        == "desk.cancel needs the argument order_id (used in its writes or verify contract)"
+    )
+
+
+def test_an_async_handler_that_raises_after_the_contract_held_is_a_failure() -> None:
+    async def main(clock: VirtualClock) -> Any:
+        s = CANCEL.create_session(
+            node="desk", state={"orders": {"o1": {"status": "x"}}}, clock=clock
+        )
+
+        async def cancel(args: dict[str, Any]) -> None:
+            s.report({"orders.o1.status": "cancelled"})
+            await asyncio.sleep(0)
+            raise RuntimeError("the refund failed")
+
+        s.register_actions("desk", handlers={"cancel": cancel})
+        fired = s.fire("desk.cancel", {"order_id": "o1"})
+        await clock.advance(1)
+        return s.did_it_work(fired.transition_id or "")
+
+    answer = run(main)
+    assert answer.answer == "failed"
+    assert answer.error == "the handler raised RuntimeError: the refund failed"

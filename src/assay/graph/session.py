@@ -24,7 +24,7 @@ from assay.clock import SYSTEM_CLOCK, Clock
 from assay.errors import ContractError
 from assay.expr import Expression, compile_expression
 from assay.expr.contract import Contract, compile_contract
-from assay.expr.path import parse_path
+from assay.expr.path import format_path, parse_path
 from assay.expr.predicate import Check, Predicate
 from assay.graph.declaration import ActionSpec, Reversibility
 from assay.graph.journey import Journey
@@ -177,6 +177,7 @@ class Session:
             )  # fmt: skip
         try:
             writes, predicate, declared = self._bind(spec, args, verify_expression)
+            covered = declared is not None and _covers(declared, writes)
         except (ContractError, ValueError) as error:
             return self._refuse(spec, args, source, "bad_arguments", str(error))
         holder = self.flights.get(spec.id)
@@ -204,7 +205,7 @@ class Session:
             transition.settle(Phase.UNMATERIALIZED, self.clock.monotonic(), self.store.version)
             self._release(transition)
             return self.result(transition)
-        if declared is not None and _covers(declared, writes):
+        if declared is not None and covered:
             check = declared.check(transition.before.objects)
             if check.result is True:
                 transition.already_true = check.conditions
@@ -321,7 +322,9 @@ class Session:
         transition.handler_result = returned
         if transition.phase.terminal:
             return
-        if transition.already_true is not None and isinstance(transition.predicate, AllOf):
+        if transition.observed:
+            self._finish(transition, Phase.WORKED)
+        elif transition.already_true is not None and isinstance(transition.predicate, AllOf):
             # The fire's own verify_expression is checked in addition to the declared contract.
             spec = transition.spec
             self._spawn(self._verify(transition, transition.predicate, 0, spec.verify_timeout_ms))
@@ -356,7 +359,12 @@ class Session:
         transition.outcome = outcome
         if outcome.passed:
             transition.commit = self._commit_bundle(transition, self.store.current)
-            self._finish(transition, Phase.WORKED)
+            if transition.handler_done:
+                self._finish(transition, Phase.WORKED)
+            else:
+                # A handler that raises is a failure even when the contract holds.
+                transition.waiting_on = "the handler to finish (the contract already holds)"
+                transition.observed = True
         else:
             transition.error = outcome.narrative
             self._finish(transition, Phase.FAILED)
@@ -373,7 +381,11 @@ class Session:
             if any(_related(path, write) for path in paths for write in written):
                 self.queue.remove(transition)
                 transition.commit = self._commit_bundle(transition, snapshot)
-                self._finish(transition, Phase.WORKED)
+                if transition.handler_done:
+                    self._finish(transition, Phase.WORKED)
+                else:
+                    transition.waiting_on = "the handler to finish (the state report landed)"
+                    transition.observed = True
                 return
 
     def _commit_bundle(self, transition: Transition, after: Snapshot) -> list[FieldChange]:
@@ -485,6 +497,8 @@ class Session:
             transition.predicate is None and not transition.writes
         ):
             return "the handler to finish (it has not returned yet)"
+        if transition.observed:
+            return transition.waiting_on or "the handler to finish"
         if transition.predicate is not None:
             return transition.waiting_on or f"the verify contract {transition.predicate.source}"
         position = self.queue.index(transition) if transition in self.queue else 0
@@ -538,7 +552,11 @@ def _related(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
 
 
 def _fill(template: str, args: Mapping[str, Any]) -> str:
-    return _PLACEHOLDER.sub(lambda m: str(args[m.group(1)]), template)
+    """Fill ``{name}`` placeholders inside each path segment, so a value is one segment."""
+    segments = parse_path(template)
+    return format_path(
+        _PLACEHOLDER.sub(lambda m: str(args[m.group(1)]), segment) for segment in segments
+    )
 
 
 def _json_or_none(value: Any) -> Any:

@@ -50,6 +50,7 @@ class Transition:
     materialized: bool = True
     phase: Phase = Phase.PENDING
     handler_done: bool = False
+    observed: bool = False  # the effect was established; settlement waits for the handler
     handler_result: Any = None
     error: str | None = None
     refusal: str | None = None

@@ -87,6 +87,9 @@ async def verify(
             if not dirty and clock.monotonic() >= deadline:
                 break
         elapsed_ms = round((clock.monotonic() - start) * 1000)
+        # Keys the predicate reads have not changed since its last check (a change would
+        # have woken it), but others may have: the outcome describes the state as it is now.
+        snapshot = store.current
     finally:
         subscription.cancel()
     return _outcome(

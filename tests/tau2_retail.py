@@ -1,0 +1,558 @@
+"""A replay of real agent work: the τ² retail train split, fired through assay.
+
+Each task of the train split is a sequence of reference tool calls recorded on the real
+application (``fixtures/tau2_retail_gold.jsonl``). ``GRAPH`` declares one action per write
+tool, with a contract written from what the tool means. ``RetailReplay`` is the
+application: it keeps its own copy of the retail database and, when an action fires, looks
+up the recorded write scripted for that position, applies its recorded changes and reports
+them to the session as one state report, or raises the error the real application raised.
+A script step may also be perturbed: the change never applied, applied late, or applied to
+the wrong order (or user).
+
+Only the train split is read; ``load_train_tasks`` drops every other line unread beyond its
+``split`` field and checks each task id it keeps against the train list.
+
+Run it as a script to print the counts of a replay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import enum
+import json
+from collections import Counter, deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from assay.clock import VirtualClock
+from assay.expr.path import MISSING, format_path, parse_path, read_path
+from assay.graph import Answer, FireResult, Session, build_navigation_graph
+from assay.state import Snapshot
+
+TAU2: Final = Path("/work/shared/data/tau2")
+RETAIL_DB: Final = TAU2 / "retail" / "db.json"
+SPLITS: Final = TAU2 / "retail" / "split_tasks.json"
+GOLD: Final = TAU2 / "fixtures" / "tau2_retail_gold.jsonl"
+
+ABSENT: Final = "<absent>"
+"""The fixture's mark for a key or element that did not exist (or no longer exists)."""
+
+PAGE: Final = "retail"
+CEILING_S: Final = 10.0  # longer than any verify timeout below, so a wait always settles
+STEP_S: Final = 0.25  # virtual time moved per step while waiting for settlement
+LATE_S: Final = 1.5  # how late a late change lands
+
+Entity = tuple[str, str]
+"""A top-level record of the database: ``("orders", "#W2378156")`` or ``("users", id)``."""
+
+_ADDRESS_FIELDS: Final = ("address1", "address2", "city", "state", "country", "zip")
+
+
+def _address_contract(prefix: str) -> dict[str, Any]:
+    return {f"{prefix}.address.{name}": {"arg": name} for name in _ADDRESS_FIELDS}
+
+
+# Contracts are declarative so the already-true rule can apply: each verify puts conditions
+# inside every key the action declares it writes. The order tools write all over one order
+# (status, items, payment_history, exchange_* and return_* fields), so they declare the order.
+ACTIONS: Final[dict[str, dict[str, Any]]] = {
+    "cancel_pending_order": {
+        "does": "Cancel a pending order, refunding its payments, for the reason given",
+        "writes": ["orders.{order_id}"],
+        "verify": {
+            "orders.{order_id}.status": {"eq": "cancelled"},
+            "orders.{order_id}.cancel_reason": {"eq": {"arg": "reason"}},
+        },
+        "reversibility": "irreversible",
+    },
+    "modify_pending_order_address": {
+        "does": "Change the shipping address of a pending order",
+        "writes": ["orders.{order_id}.address"],
+        "verify": _address_contract("orders.{order_id}"),
+    },
+    "modify_pending_order_items": {
+        "does": "Swap items of a pending order for other variants of the same products, "
+        "paying or refunding the difference; an order's items can be modified once",
+        "writes": ["orders.{order_id}"],
+        "verify": {"orders.{order_id}.status": {"eq": "pending (item modified)"}},
+        "reversibility": "irreversible",
+    },
+    "modify_user_address": {
+        "does": "Change a user's default address",
+        "writes": ["users.{user_id}.address"],
+        "verify": _address_contract("users.{user_id}"),
+    },
+    "exchange_delivered_order_items": {
+        "does": "Request an exchange of delivered items for other variants, the price "
+        "difference settled with the payment method given",
+        "writes": ["orders.{order_id}"],
+        "verify": {
+            "orders.{order_id}.status": {"eq": "exchange requested"},
+            "orders.{order_id}.exchange_payment_method_id": {"eq": {"arg": "payment_method_id"}},
+        },
+        "reversibility": "irreversible",
+    },
+    "return_delivered_order_items": {
+        "does": "Request a return of delivered items, refunded to the payment method given",
+        "writes": ["orders.{order_id}"],
+        "verify": {
+            "orders.{order_id}.status": {"eq": "return requested"},
+            "orders.{order_id}.return_payment_method_id": {"eq": {"arg": "payment_method_id"}},
+        },
+        "reversibility": "irreversible",
+    },
+}
+
+GRAPH: Final = build_navigation_graph("tau2-retail", {PAGE: {"actions": ACTIONS}})
+
+
+class ReplayMismatchError(AssertionError):
+    """The replay and the fixture disagree: a fire nobody scripted, or a recorded before
+    value that is not what the application holds."""
+
+
+class RetailError(Exception):
+    """An error the real retail application raised, with its recorded text."""
+
+
+@dataclass(frozen=True)
+class RecordedWrite:
+    """One reference write call of a task, as the real application answered it."""
+
+    task_id: str
+    position: int  # its index among the task's actions, reads included
+    name: str
+    arguments: dict[str, Any]
+    outcome: str  # "ok" or "error: <text>"
+    changed_fields: list[list[Any]]
+    refire_outcome: str
+    refire_changed_fields: list[list[Any]]
+
+    @property
+    def label(self) -> str:
+        return f"task {self.task_id} #{self.position} {self.name}"
+
+    def result(self, *, refire: bool) -> tuple[str, list[list[Any]]]:
+        """The recorded outcome and changes of the first fire or of the second."""
+        if refire:
+            return self.refire_outcome, self.refire_changed_fields
+        return self.outcome, self.changed_fields
+
+
+@dataclass(frozen=True)
+class TrainTask:
+    task_id: str
+    writes: tuple[RecordedWrite, ...]
+
+
+def train_task_ids() -> frozenset[str]:
+    """The task ids of the train split (the only split read here)."""
+    with SPLITS.open() as file:
+        return frozenset(json.load(file)["train"])
+
+
+def load_train_tasks() -> list[TrainTask]:
+    """The fixture's train tasks, in file order, with their write calls."""
+    train = train_task_ids()
+    tasks = []
+    with GOLD.open() as file:
+        for line in file:
+            record = json.loads(line)
+            if record["split"] != "train":
+                continue
+            if record["task_id"] not in train:
+                raise ReplayMismatchError(f"task {record['task_id']} is not in the train split")
+            writes = tuple(
+                RecordedWrite(
+                    task_id=record["task_id"],
+                    position=position,
+                    name=action["name"],
+                    arguments=action["arguments"],
+                    outcome=action["outcome"],
+                    changed_fields=action["changed_fields"],
+                    refire_outcome=action["refire_outcome"],
+                    refire_changed_fields=action["refire_changed_fields"],
+                )
+                for position, action in enumerate(record["actions"])
+                if action["kind"] == "write"
+            )
+            tasks.append(TrainTask(record["task_id"], writes))
+    return tasks
+
+
+def load_db() -> dict[str, Any]:
+    with RETAIL_DB.open() as file:
+        data: dict[str, Any] = json.load(file)
+    return data
+
+
+def recorded_after(db: Mapping[str, Any], rows: Sequence[Sequence[Any]]) -> dict[Entity, Any]:
+    """The new value of every record the recorded ``rows`` touch, applied to ``db``.
+
+    Rows are ``[path, before, after]`` in fixture order. ``<absent>`` marks a missing key;
+    a ``null`` before is the application's unset optional field (absent from ``db``); a new
+    container is a row to ``<absent>`` followed by rows for its elements. Each before value
+    is checked against ``db``: a mismatch means the replay has lost its way.
+    """
+    records: dict[Entity, Any] = {}
+    for index, (path, before, after) in enumerate(rows):
+        segments = parse_path(path)
+        entity: Entity = (segments[0], segments[1])
+        if entity not in records:
+            if entity[1] not in db.get(entity[0], {}):
+                raise ReplayMismatchError(f"{path}: the database has no {format_path(entity)}")
+            records[entity] = copy.deepcopy(db[entity[0]][entity[1]])
+        record, inner = records[entity], segments[2:]
+        seen = read_path(record, inner).value
+        if not _same_before(before, seen):
+            raise ReplayMismatchError(
+                f"{path}: recorded before {before!r}, the database has {seen!r}"
+            )
+        if after != ABSENT:
+            _put(record, inner, copy.deepcopy(after))
+            continue
+        following = parse_path(rows[index + 1][0]) if index + 1 < len(rows) else ()
+        if following[: len(segments)] == segments and len(following) > len(segments):
+            if seen is MISSING or seen is None:
+                _put(record, inner, [] if following[len(segments)].isdigit() else {})
+        else:
+            _remove(record, inner)
+    return records
+
+
+def _same_before(before: Any, seen: Any) -> bool:
+    if before == ABSENT:
+        return seen is MISSING
+    if before is None:
+        return seen is MISSING or seen is None
+    return seen is not MISSING and before == seen and type(before) is type(seen)
+
+
+def _put(record: Any, segments: Sequence[str], value: Any) -> None:
+    node = record
+    for depth, segment in enumerate(segments):
+        last = depth == len(segments) - 1
+        fresh: Any = value if last else [] if segments[depth + 1].isdigit() else {}
+        if isinstance(node, list):
+            position = int(segment)
+            if position == len(node):
+                node.append(fresh)
+            elif last:
+                node[position] = value
+        elif last or segment not in node:
+            node[segment] = fresh
+        node = node[int(segment)] if isinstance(node, list) else node[segment]
+
+
+def _remove(record: Any, segments: Sequence[str]) -> None:
+    parent = read_path(record, segments[:-1]).value
+    if not isinstance(parent, dict) or segments[-1] not in parent:
+        raise ReplayMismatchError(f"cannot remove {format_path(segments)}: it is not a key")
+    del parent[segments[-1]]
+
+
+def merge_patch(before: Any, after: Any) -> Any:
+    """The RFC 7396 merge patch that turns ``before`` into ``after`` (both dicts)."""
+    patch: dict[str, Any] = {}
+    for key, value in after.items():
+        old = before.get(key, MISSING)
+        if isinstance(old, dict) and isinstance(value, dict) and value:
+            inner = merge_patch(old, value)
+            if inner:
+                patch[key] = inner
+        elif old is MISSING or old != value or type(old) is not type(value):
+            if _holds_null(value):
+                raise ValueError(f"{key}: a merge patch cannot set a null inside {value!r}")
+            patch[key] = value
+    patch.update({key: None for key in before if key not in after})
+    return patch
+
+
+def apply_merge_patch(target: Any, patch: Any) -> Any:
+    """``target`` with ``patch`` merged in (RFC 7396), as a new value."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = apply_merge_patch(result.get(key), value)
+    return result
+
+
+def _holds_null(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, dict):
+        return any(_holds_null(item) for item in value.values())
+    return False
+
+
+class Mode(enum.Enum):
+    """What the application does with a recorded change."""
+
+    APPLY = "apply"
+    NEVER = "never applied"
+    LATE = "applied late"
+    WRONG_TARGET = "applied to the wrong order"
+
+
+@dataclass(frozen=True)
+class Step:
+    """The fire the application expects next, and what it does with it."""
+
+    write: RecordedWrite
+    refire: bool = False
+    mode: Mode = Mode.APPLY
+    wrong_target: Entity | None = None
+
+
+class RetailReplay:
+    """The retail application, replayed from the fixture.
+
+    It owns its database (collections copied, records copied on write) and pushes every
+    change to the session as one state report. Each fire consumes the next scripted step;
+    the fired tool and arguments must be the step's.
+    """
+
+    def __init__(self, db: Mapping[str, Any], clock: VirtualClock, *, style: str = "sync") -> None:
+        if style not in ("sync", "async"):
+            raise ValueError(f"style must be 'sync' or 'async', got {style!r}")
+        self.db = {name: dict(records) for name, records in db.items()}
+        self.clock = clock
+        self.style = style
+        self.script: deque[Step] = deque()
+        self.session: Session | None = None
+
+    def connect(self, session: Session) -> None:
+        self.session = session
+        session.register_actions(PAGE, {name: self._handler(name) for name in ACTIONS})
+
+    def expect(self, step: Step) -> None:
+        self.script.append(step)
+
+    def _handler(self, tool: str) -> Callable[[dict[str, Any]], Any]:
+        def handle(args: dict[str, Any]) -> None:
+            self._serve(tool, args)
+
+        async def handle_async(args: dict[str, Any]) -> None:
+            await asyncio.sleep(0)  # an application call yields before it answers
+            self._serve(tool, args)
+
+        return handle_async if self.style == "async" else handle
+
+    def _serve(self, tool: str, args: dict[str, Any]) -> None:
+        if not self.script:
+            raise ReplayMismatchError(f"{tool} fired with {args}, but no write is scripted")
+        step = self.script.popleft()
+        write = step.write
+        if (tool, args) != (write.name, write.arguments):
+            raise ReplayMismatchError(
+                f"{tool} fired with {args}; the script expects {write.label} {write.arguments}"
+            )
+        outcome, rows = write.result(refire=step.refire)
+        if outcome != "ok":
+            raise RetailError(outcome.removeprefix("error: "))
+        after = recorded_after(self.db, rows)
+        if step.mode is Mode.APPLY:
+            self._commit(after)
+        elif step.mode is Mode.LATE:
+            self.clock.call_later(LATE_S, lambda: self._commit(after))
+        elif step.mode is Mode.WRONG_TARGET:
+            self._commit(retarget(self.db, after, target_of(write), step.wrong_target))
+
+    def _commit(self, after: Mapping[Entity, Any]) -> None:
+        report = {}
+        for (collection, key), value in after.items():
+            patch = merge_patch(self.db[collection][key], value)
+            if patch:
+                report[format_path((collection, key))] = patch
+            self.db[collection][key] = value
+        if report:
+            assert self.session is not None
+            self.session.report(report, source="retail")
+
+
+def target_of(write: RecordedWrite) -> Entity:
+    """The record a write tool acts on: its order, or the user whose address it sets."""
+    if "order_id" in write.arguments:
+        return ("orders", write.arguments["order_id"])
+    return ("users", write.arguments["user_id"])
+
+
+def retarget(
+    db: Mapping[str, Any], after: Mapping[Entity, Any], target: Entity, wrong: Entity | None
+) -> dict[Entity, Any]:
+    """``after`` with the target's change made to the ``wrong`` record instead."""
+    if wrong is None:
+        raise ValueError("a wrong-target step needs the record to apply the change to")
+    patch = merge_patch(db[target[0]][target[1]], after[target])
+    moved = {entity: value for entity, value in after.items() if entity != target}
+    moved[wrong] = apply_merge_patch(db[wrong[0]][wrong[1]], patch)
+    return moved
+
+
+def wrong_target_for(db: Mapping[str, Any], write: RecordedWrite) -> Entity:
+    """Another record of the same kind that the write's change would visibly alter
+    (for an order, one in the same status)."""
+    target = target_of(write)
+    records = db[target[0]]
+    change = recorded_after(db, write.changed_fields)[target]
+    patch = merge_patch(records[target[1]], change)
+    for key in sorted(records):
+        record = records[key]
+        if key == target[1] or record.get("status") != records[target[1]].get("status"):
+            continue
+        if apply_merge_patch(record, patch) != record:
+            return (target[0], key)
+    raise ValueError(f"{write.label}: no other record would show its change")
+
+
+@dataclass(frozen=True)
+class Fired:
+    """One fire of a recorded write, settled: what assay answered and the states around it."""
+
+    write: RecordedWrite
+    refire: bool
+    mode: Mode
+    before: Snapshot
+    after: Snapshot
+    receipt: FireResult
+    settled: FireResult
+    answer: Answer
+    wrong_target: Entity | None = None
+
+
+@dataclass
+class TaskReplay:
+    task: TrainTask
+    fires: list[Fired] = field(default_factory=list)
+
+
+async def settle(session: Session, transition_id: str) -> FireResult:
+    """Wait for settlement on the session's virtual clock, moving time only while needed."""
+    clock = session.clock
+    assert isinstance(clock, VirtualClock)
+    waiting = asyncio.ensure_future(session.wait(transition_id, CEILING_S))
+    await clock.settle()
+    while not waiting.done():
+        await clock.advance(STEP_S)
+    return waiting.result()
+
+
+async def fire_step(session: Session, app: RetailReplay, step: Step) -> Fired:
+    """Script ``step``, fire its write as the agent did, and wait for the verdict."""
+    before = session.store.current
+    app.expect(step)
+    receipt = session.fire(f"{PAGE}.{step.write.name}", step.write.arguments, source="agent")
+    assert receipt.transition_id is not None, receipt.error
+    settled = await settle(session, receipt.transition_id)
+    return Fired(
+        write=step.write,
+        refire=step.refire,
+        mode=step.mode,
+        before=before,
+        after=session.store.current,
+        receipt=receipt,
+        settled=settled,
+        answer=session.did_it_work(receipt.transition_id),
+        wrong_target=step.wrong_target,
+    )
+
+
+async def replay_task(task: TrainTask, db: Mapping[str, Any], *, style: str) -> TaskReplay:
+    """Fire every write of ``task`` in order on a fresh session, each one twice."""
+    clock = VirtualClock()
+    session = GRAPH.create_session(node=PAGE, state=db, clock=clock)
+    app = RetailReplay(db, clock, style=style)
+    app.connect(session)
+    replay = TaskReplay(task)
+    try:
+        for write in task.writes:
+            replay.fires.append(await fire_step(session, app, Step(write)))
+            replay.fires.append(await fire_step(session, app, Step(write, refire=True)))
+    finally:
+        await session.close()
+    return replay
+
+
+async def perturb(write: RecordedWrite, before: Snapshot, mode: Mode, *, style: str) -> Fired:
+    """Fire ``write`` on a fresh session holding ``before``, perturbed as ``mode`` says."""
+    clock = VirtualClock()
+    session = GRAPH.create_session(node=PAGE, state=before.objects, clock=clock)
+    app = RetailReplay(before.objects, clock, style=style)
+    app.connect(session)
+    wrong = wrong_target_for(app.db, write) if mode is Mode.WRONG_TARGET else None
+    try:
+        return await fire_step(session, app, Step(write, mode=mode, wrong_target=wrong))
+    finally:
+        await session.close()
+
+
+def perturbation_sample(replays: Sequence[TaskReplay], every: int = 3) -> list[Fired]:
+    """Every ``every``-th first fire that recorded a change (as replayed, with its before)."""
+    changing = [
+        fired
+        for replay in replays
+        for fired in replay.fires
+        if not fired.refire and fired.write.outcome == "ok" and fired.write.changed_fields
+    ]
+    return changing[::every]
+
+
+async def replay_all(
+    tasks: Sequence[TrainTask], *, style: str, every: int = 3
+) -> tuple[list[TaskReplay], list[Fired]]:
+    """Replay every task, then perturb a sample of its changing writes in each way."""
+    db = load_db()
+    replays = [await replay_task(task, db, style=style) for task in tasks]
+    perturbed = [
+        await perturb(fired.write, fired.before, mode, style=style)
+        for fired in perturbation_sample(replays, every)
+        for mode in (Mode.NEVER, Mode.LATE, Mode.WRONG_TARGET)
+    ]
+    return replays, perturbed
+
+
+def tally(replays: Sequence[TaskReplay], perturbed: Sequence[Fired]) -> dict[str, Any]:
+    """The counts of a replay, as plain JSON."""
+    first = [fired for replay in replays for fired in replay.fires if not fired.refire]
+    second = [fired for replay in replays for fired in replay.fires if fired.refire]
+    return {
+        "tasks replayed": len(replays),
+        "reference writes": len(first),
+        "first fires": dict(Counter(fired.answer.answer for fired in first)),
+        "worked": sum(fired.answer.answer == "worked" for fired in first),
+        "already_true on first fire": sum(fired.answer.already_true is not None for fired in first),
+        "failed as recorded on first fire": sum(
+            fired.answer.answer == "failed" and fired.write.outcome != "ok" for fired in first
+        ),
+        "refires": len(second),
+        "refires already_true": sum(fired.answer.already_true is not None for fired in second),
+        "refires failed as recorded": sum(
+            fired.answer.answer == "failed" and fired.write.refire_outcome != "ok"
+            for fired in second
+        ),
+        "refires worked": sum(fired.answer.answer == "worked" for fired in second),
+        "perturbations": {
+            mode.value: dict(
+                Counter(fired.answer.answer for fired in perturbed if fired.mode is mode)
+            )
+            for mode in (Mode.NEVER, Mode.LATE, Mode.WRONG_TARGET)
+        },
+    }
+
+
+def main() -> None:
+    tasks = load_train_tasks()
+    for style in ("sync", "async"):
+        replays, perturbed = asyncio.run(replay_all(tasks, style=style))
+        print(json.dumps({"handlers": style, **tally(replays, perturbed)}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
