@@ -422,3 +422,66 @@ def test_an_async_handler_that_raises_after_the_contract_held_is_a_failure() -> 
     answer = run(main)
     assert answer.answer == "failed"
     assert answer.error == "the handler raised RuntimeError: the refund failed"
+
+
+def test_writes_only_action_answers_byte_identically_whether_or_not_it_already_holds() -> None:
+    async def main(clock: VirtualClock) -> Any:
+        results = []
+        for domain in ("billing", "workspace"):
+            s = session(
+                clock, {"view": {"domain": domain}}, **{"open-billing-blind": lambda a: None}
+            )
+            fired = s.fire("workspace.open-billing-blind")
+            answer = s.did_it_work(fired.transition_id or "")
+            results.append((fired.model_dump_json(), answer.model_dump_json()))
+        return results
+
+    holds, does_not_hold = run(main)
+    assert holds == does_not_hold
+
+
+def test_redacted_keys_never_appear_in_fire_results_or_answers() -> None:
+    graph = build_navigation_graph(
+        "vault",
+        pages={
+            "vault": {
+                "actions": {
+                    "rotate": {
+                        "does": "Rotate the API token",
+                        "writes": ["user.token"],
+                        "verify": {"user.token": {"matches": "^sk-"}},
+                    },
+                    "keep": {
+                        "does": "Keep the API token",
+                        "writes": ["user.token"],
+                        "verify": {"user.token": {"exists": True}},
+                    },
+                }
+            }
+        },
+    )
+
+    async def main(clock: VirtualClock) -> Any:
+        s = graph.create_session(
+            node="vault",
+            state={"user": {"token": "sk-live-OLD"}},
+            clock=clock,
+            redaction=["user.token"],
+        )
+        s.register_actions(
+            "vault",
+            handlers={
+                "rotate": lambda a: s.report({"user.token": "sk-live-NEW"}),
+                "keep": lambda a: None,
+            },
+        )
+        kept = s.fire("vault.keep")
+        rotated = s.fire("vault.rotate")
+        settled = await s.wait(rotated.transition_id or "", 1)
+        answers = [s.did_it_work(t.transition_id or "") for t in (kept, rotated)]
+        return [kept, settled, *answers]
+
+    texts = [item.model_dump_json() for item in run(main)]
+    assert texts[0].count('"redacted":true') == 1
+    for text in texts:
+        assert "sk-live" not in text
