@@ -42,6 +42,7 @@ demo: setup
 bench: setup
 	.venv/bin/python bench/expressions.py
 	.venv/bin/python bench/adversarial.py
+	.venv/bin/python bench/verify.py
 
 clean:
 	rm -rf .venv .tools

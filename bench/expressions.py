@@ -14,7 +14,6 @@ status is 0 whatever the figures.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import math
 import platform
@@ -34,6 +33,7 @@ import quickjs
 import simpleeval
 
 import assay
+from _timing import gc_paused, ratio
 
 State = dict[str, Any]
 Evaluate = Callable[[State], object]
@@ -276,16 +276,11 @@ def cycled(pool: Sequence[State], calls: int) -> list[State]:
 
 def time_calls(evaluate: Evaluate, states: Sequence[State]) -> int:
     """Nanoseconds for one call per state, with the cyclic GC paused as timeit does."""
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         start = time.perf_counter_ns()
         for state in states:
             evaluate(state)
         return time.perf_counter_ns() - start
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def calibrate(evaluate: Evaluate, pool: Sequence[State], round_seconds: float) -> int:
@@ -308,16 +303,6 @@ def measure(runs: Sequence[Run], pool: Sequence[State], rounds: int, round_secon
             assert run.evaluate is not None
             elapsed = time_calls(run.evaluate, cycled(pool, run.calls))
             run.rates.append(run.calls * 1e9 / elapsed)
-
-
-def ratio(value: float) -> str:
-    if value >= 10:
-        return f"{value:,.0f}x"
-    if value >= 1:
-        return f"{value:.1f}x"
-    # two significant digits in fixed notation: 0.72x, 0.0013x, 0.000085x
-    decimals = max(2, 1 - math.floor(math.log10(value))) if value > 0 else 2
-    return f"{value:.{decimals}f}x"
 
 
 def assay_rate(runs: Sequence[Run]) -> float | None:

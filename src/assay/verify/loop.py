@@ -18,7 +18,7 @@ from assay.clock import SYSTEM_CLOCK, Clock
 from assay.expr.contract import Contract
 from assay.expr.path import parse_path
 from assay.expr.predicate import Check, Predicate
-from assay.redaction import ELLIPSIS, REDACTED, Redaction
+from assay.redaction import ELLIPSIS, REDACTED, SUMMARY_LIMIT, Redaction
 from assay.state.snapshot import FieldChange, Snapshot
 from assay.state.store import StateStore
 from assay.verify.narrative import Observation, narrate
@@ -157,7 +157,11 @@ def _subject(predicate: Predicate) -> str:
 def summarize_changes(changes: Sequence[FieldChange], redaction: Redaction) -> list[FieldChange]:
     """Changes as they may leave the process: large values summarized, redacted ones withheld."""
     summarized = []
+    unredacted = not redaction.patterns
     for change in changes:
+        if unredacted and _small(change.before) and _small(change.after):
+            summarized.append(change)  # nothing to withhold or shorten: no work
+            continue
         segments = parse_path(change.key)
         summarized.append(
             FieldChange(
@@ -178,3 +182,10 @@ def _summary(redaction: Redaction, segments: tuple[str, ...], value: Any) -> Any
     if text.endswith(ELLIPSIS) or (isinstance(value, dict | list) and REDACTED in text):
         return text
     return value
+
+
+def _small(value: Any) -> bool:
+    """A scalar whose JSON rendering cannot exceed the summary limit."""
+    if value is None or isinstance(value, bool | int | float):
+        return True
+    return isinstance(value, str) and len(value) < SUMMARY_LIMIT // 2
