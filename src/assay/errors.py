@@ -13,7 +13,13 @@ resembles, so callers can catch either::
     ├── ProbeError(RuntimeError)                    a probe's read of the application failed
     ├── ProbeConfigError(ValueError)                a probe was configured wrongly
     ├── GraphError(ValueError)                      a navigation graph declaration is invalid
-    └── TransitionError(RuntimeError)               an illegal move in a transition's life
+    ├── TransitionError(RuntimeError)               an illegal move in a transition's life
+    ├── ProofError(ValueError)                      a Merkle proof was rejected or cannot be made
+    ├── CheckpointError(ValueError)                 a signed tree head failed verification
+    ├── SigningKeyError(ValueError)                 a signing or public key could not be loaded
+    ├── LedgerEntryError(ValueError)                a malformed entry was refused; nothing stored
+    └── LedgerError(RuntimeError)                   the ledger could not be opened, read or written
+        └── LedgerIntegrityError                    a stored entry or checkpoint does not verify
 
 Errors carry the pieces of their message as attributes, so programs need not parse text.
 """
@@ -133,3 +139,73 @@ class GraphError(AssayError, ValueError):
 
 class TransitionError(AssayError, RuntimeError):
     """An illegal move in a transition's lifecycle (a bug in the caller, never data)."""
+
+
+class ProofError(AssayError, ValueError):
+    """A Merkle proof was rejected, or cannot be made for the arguments given.
+
+    ``parameter`` names the argument at fault: ``"proof"``, ``"root"``, ``"index"``, ...
+    """
+
+    def __init__(self, message: str, *, parameter: str) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+
+
+class CheckpointError(AssayError, ValueError):
+    """A signed tree head failed verification; ``field`` names the checkpoint field at fault."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class SigningKeyError(AssayError, ValueError):
+    """A key could not be loaded; ``source`` names where it came from (a path, a variable).
+
+    The message never repeats the key material itself.
+    """
+
+    def __init__(self, message: str, *, source: str) -> None:
+        super().__init__(message)
+        self.source = source
+
+
+class LedgerEntryError(AssayError, ValueError):
+    """An entry handed to the ledger was malformed, so nothing was stored; ``field`` names it."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class LedgerError(AssayError, RuntimeError):
+    """The ledger could not be opened, read or written; ``url`` names it, password hidden."""
+
+    def __init__(self, message: str, *, url: str | None = None) -> None:
+        super().__init__(message)
+        self.url = url
+
+
+class LedgerIntegrityError(LedgerError):
+    """A stored entry or checkpoint does not verify.
+
+    ``seq`` names the first bad entry (``None`` when the fault is a checkpoint's own),
+    ``checkpoint`` the index of the bad checkpoint if one is at fault, ``field`` the field
+    that was wrong and ``reason`` what was wrong with it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        seq: int | None,
+        reason: str,
+        field: str | None = None,
+        checkpoint: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.seq = seq
+        self.reason = reason
+        self.field = field
+        self.checkpoint = checkpoint

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from typing import Any
 
+from assay.cli.ledger import add_ledger_option
+from assay.errors import AssayError
 from assay.examples import already_true
+from assay.ledger import Ledger, open_ledger
 
-EXAMPLES: dict[str, tuple[str, Callable[[], int]]] = {
+EXAMPLES: dict[str, tuple[str, Callable[[Ledger], int]]] = {
     "already-true": (
         "the already-true press, an ordinary press and a writes-only press, as JSON lines",
         already_true.main,
@@ -24,9 +28,15 @@ def register(commands: Any) -> None:
         "saw. Examples: " + "; ".join(f"{name}: {about}" for name, (about, _) in EXAMPLES.items()),
     )
     parser.add_argument("name", choices=sorted(EXAMPLES), metavar="NAME", help=", ".join(EXAMPLES))
+    add_ledger_option(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     _, main = EXAMPLES[args.name]
-    return main()
+    try:
+        with open_ledger(args.ledger) as ledger:
+            return main(ledger)
+    except AssayError as error:
+        print(f"assay example: error: {error}", file=sys.stderr)
+        return 2

@@ -3,23 +3,27 @@
 Exit codes, shared by every subcommand:
 
     0  success (for ``verify``: the expression held)
-    1  a definite negative answer (for ``verify``: it did not hold, or could not be evaluated)
+    1  a definite negative answer (for ``verify``: it did not hold, or could not be evaluated;
+       for ``ledger verify``: a problem was found, the first bad entry named)
     2  usage error or invalid input (bad arguments, unreadable state, expression syntax)
+   70  internal error: a bug in assay (the traceback with ASSAY_DEBUG=1)
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 from assay import __version__
-from assay.cli import example, verify
+from assay.cli import example, ledger, verify
 
 EXIT_CODES = """exit codes:
   0  success (verify: the expression held)
   1  negative answer (verify: it did not hold or could not be evaluated)
   2  usage error or invalid input
+ 70  internal error (a bug in assay)
 """
 
 
@@ -43,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     verify.register(commands)
     example.register(commands)
+    ledger.register(commands)
     return parser
 
 
@@ -53,7 +58,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    code: int = args.run(args)
+    try:
+        code: int = args.run(args)
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`); nothing more to say to it.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:
+        if os.environ.get("ASSAY_DEBUG"):
+            raise
+        print(
+            f"assay: internal error: {type(error).__name__}: {error}\n"
+            "(this is a bug in assay; run again with ASSAY_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 70
     return code
 
 

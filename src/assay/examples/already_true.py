@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from assay.graph import Session, build_navigation_graph
+from assay.graph.evidence import EvidenceLog
 
 GRAPH = build_navigation_graph(
     "desk",
@@ -51,8 +52,12 @@ def _open_billing(session: Session) -> Callable[[dict[str, Any]], None]:
     return handler
 
 
-async def _press(label: str, action: str, domain: str) -> dict[str, Any]:
-    session = GRAPH.create_session(node="workspace", state={"view": {"domain": domain}})
+async def _press(
+    label: str, action: str, domain: str, evidence: EvidenceLog | None
+) -> dict[str, Any]:
+    session = GRAPH.create_session(
+        node="workspace", state={"view": {"domain": domain}}, evidence=evidence
+    )
     handler = _open_billing(session)
     session.register_actions(
         "workspace", handlers={"open-billing": handler, "open-billing-writes-only": handler}
@@ -70,16 +75,16 @@ async def _press(label: str, action: str, domain: str) -> dict[str, Any]:
     }
 
 
-async def run() -> list[dict[str, Any]]:
-    """The three presses, in order."""
+async def run(evidence: EvidenceLog | None = None) -> list[dict[str, Any]]:
+    """The three presses, in order; each fire and settlement goes to ``evidence``."""
     return [
-        await _press("already true", "open-billing", "billing"),
-        await _press("ordinary", "open-billing", "workspace"),
-        await _press("writes, no verify", "open-billing-writes-only", "billing"),
+        await _press("already true", "open-billing", "billing", evidence),
+        await _press("ordinary", "open-billing", "workspace", evidence),
+        await _press("writes, no verify", "open-billing-writes-only", "billing", evidence),
     ]
 
 
-def main() -> int:
-    for line in asyncio.run(run()):
+def main(evidence: EvidenceLog | None = None) -> int:
+    for line in asyncio.run(run(evidence)):
         print(json.dumps(line, ensure_ascii=False))
     return 0

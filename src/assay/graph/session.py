@@ -15,18 +15,21 @@ A handler that raises is a failure on every path. Elapsed time never settles any
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
-import re
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from assay.clock import SYSTEM_CLOCK, Clock
 from assay.errors import ContractError
-from assay.expr import Expression, compile_expression
+from assay.expr import compile_expression
 from assay.expr.contract import Contract, compile_contract
-from assay.expr.path import format_path, parse_path
-from assay.expr.predicate import Check, Predicate
+from assay.expr.path import parse_path
+from assay.expr.predicate import Predicate
+from assay.graph.binding import AllOf, ArgsPredicate, covers, fill, related
 from assay.graph.declaration import ActionSpec, Reversibility
+from assay.graph.evidence import EvidenceLog, change_json
 from assay.graph.journey import Journey
 from assay.graph.result import ALREADY_TRUE_WHY, Answer, CurrentCheck, EffectStatus, FireResult
 from assay.graph.transition import Phase, Transition
@@ -38,57 +41,13 @@ from assay.verify.loop import VerifyOptions, summarize_changes, verify
 
 Handler = Callable[[dict[str, Any]], Any]
 
+
 DEFAULT_THRESHOLDS: Final = {
     Reversibility.REVERSIBLE: 0.5,
     Reversibility.COMPENSABLE: 0.8,
     Reversibility.IRREVERSIBLE: 0.95,
 }
-_PLACEHOLDER: Final = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _PUSH_EXPECTED_INTERVAL: Final = 30.0
-
-
-class ArgsPredicate:
-    """An expression that sees the fire's arguments as ``args`` beside the state keys."""
-
-    def __init__(self, expression: Expression, args: Mapping[str, Any]) -> None:
-        self.expression = expression
-        self.args = dict(args)
-
-    @property
-    def source(self) -> str:
-        return self.expression.source
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        return tuple(k for k in self.expression.keys if k != "args" and not k.startswith("args."))
-
-    def check(self, state: Mapping[str, Any]) -> Check:
-        return self.expression.check({**state, "args": self.args})
-
-
-class AllOf:
-    """Several predicates that must all hold (a declared contract and a fire's own)."""
-
-    def __init__(self, parts: Iterable[Predicate]) -> None:
-        self.parts = tuple(parts)
-
-    @property
-    def source(self) -> str:
-        return " && ".join(f"({part.source})" for part in self.parts)
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        return tuple(sorted({key for part in self.parts for key in part.keys}))
-
-    def check(self, state: Mapping[str, Any]) -> Check:
-        checks = [part.check(state) for part in self.parts]
-        conditions = tuple(c for check in checks for c in check.conditions)
-        errors = [check.error for check in checks if check.error]
-        if any(check.result is False for check in checks):
-            return Check(result=False, value=False, error=None, conditions=conditions)
-        if errors:
-            return Check(result=None, value=None, error="; ".join(errors), conditions=conditions)
-        return Check(result=True, value=True, conditions=conditions)
 
 
 class Session:
@@ -104,10 +63,14 @@ class Session:
         clock: Clock = SYSTEM_CLOCK,
         redaction: Redaction | Iterable[str] | None = None,
         thresholds: Mapping[Reversibility | str, float] | None = None,
+        evidence: EvidenceLog | None = None,
+        session_id: str | None = None,
     ) -> None:
         if node not in graph.pages:
             raise ValueError(f"no page is called {node!r}; pages are {', '.join(graph.pages)}")
         self.graph = graph
+        self.id = session_id or f"{graph.app}-{uuid.uuid4().hex[:12]}"
+        self.evidence = evidence
         self.node = node
         self.clock = clock
         self.redaction = (
@@ -177,7 +140,7 @@ class Session:
             )  # fmt: skip
         try:
             writes, predicate, declared = self._bind(spec, args, verify_expression)
-            covered = declared is not None and _covers(declared, writes)
+            covered = declared is not None and covers(declared, writes)
         except (ContractError, ValueError) as error:
             return self._refuse(spec, args, source, "bad_arguments", str(error))
         holder = self.flights.get(spec.id)
@@ -202,13 +165,16 @@ class Session:
         handler = self.handlers.get(spec.id)
         if handler is None:
             transition.materialized = False
+            self._record_fire(transition)
             transition.settle(Phase.UNMATERIALIZED, self.clock.monotonic(), self.store.version)
+            self._record_settlement(transition)
             self._release(transition)
             return self.result(transition)
         if declared is not None and covered:
             check = declared.check(transition.before.objects)
             if check.result is True:
                 transition.already_true = check.conditions
+        self._record_fire(transition)
         timeout = verify_timeout_ms if verify_timeout_ms is not None else spec.verify_timeout_ms
         if transition.already_true is None and predicate is not None:
             self._spawn(self._verify(transition, predicate, spec.settle_ms, timeout))
@@ -226,7 +192,7 @@ class Session:
                 f"{spec.id} needs the argument{'s' if len(missing) > 1 else ''} "
                 f"{', '.join(missing)} (used in its writes or verify contract)"
             )
-        writes = tuple(_fill(key, args) for key in spec.writes)
+        writes = tuple(fill(key, args) for key in spec.writes)
         parts: list[Predicate] = []
         declared = None
         if spec.verify_mapping is not None:
@@ -273,6 +239,17 @@ class Session:
         transition.refusal = reason
         transition.error = message
         transition.settle(Phase.REFUSED, self.clock.monotonic(), self.store.version)
+        self._record(
+            "refusal",
+            transition,
+            {
+                "action": spec.id,
+                "args": args,
+                "source": source,
+                "refusal": reason,
+                "error": message,
+            },
+        )
         return self.result(transition)
 
     def _refused_unknown(self, action_id: str) -> FireResult:
@@ -378,7 +355,7 @@ class Session:
                 self.queue.remove(transition)
                 continue
             written = [parse_path(key) for key in transition.writes]
-            if any(_related(path, write) for path in paths for write in written):
+            if any(related(path, write) for path in paths for write in written):
                 self.queue.remove(transition)
                 transition.commit = self._commit_bundle(transition, snapshot)
                 if transition.handler_done:
@@ -391,11 +368,52 @@ class Session:
     def _commit_bundle(self, transition: Transition, after: Snapshot) -> list[FieldChange]:
         written = [parse_path(key) for key in transition.writes]
         changes = self.store.changes_between(transition.before, after)
-        mine = [c for c in changes if any(_related(parse_path(c.key), w) for w in written)]
+        mine = [c for c in changes if any(related(parse_path(c.key), w) for w in written)]
         return summarize_changes(mine, self.redaction)
+
+    def _record(self, kind: str, transition: Transition, body: dict[str, Any]) -> None:
+        if self.evidence is not None:
+            self.evidence.append(kind, body, session=self.id, transition=transition.id)
+
+    def _record_fire(self, transition: Transition) -> None:
+        evidence = transition.already_true
+        self._record(
+            "fire",
+            transition,
+            {
+                "action": transition.spec.id,
+                "args": transition.args,
+                "source": transition.source,
+                "writes": list(transition.writes),
+                "contract": transition.predicate.source if transition.predicate else None,
+                "materialized": transition.materialized,
+                "already_true": None
+                if evidence is None
+                else [dataclasses.asdict(condition) for condition in evidence],
+                "state_version": transition.before.version,
+            },
+        )
+
+    def _record_settlement(self, transition: Transition) -> None:
+        self._record(
+            "settlement",
+            transition,
+            {
+                "action": transition.spec.id,
+                "answer": transition.phase.value,
+                "effect": transition.effect,
+                "commit": [change_json(change) for change in transition.commit],
+                "outcome": None
+                if transition.outcome is None
+                else transition.outcome.model_dump(mode="json"),
+                "error": transition.error,
+                "state_version": transition.settled_version,
+            },
+        )
 
     def _finish(self, transition: Transition, phase: Phase) -> None:
         transition.settle(phase, self.clock.monotonic(), self.store.version)
+        self._record_settlement(transition)
         if transition in self.queue:
             self.queue.remove(transition)
         self._release(transition)
@@ -533,30 +551,6 @@ class Session:
         for task in list(self.tasks):
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
-
-
-def _covers(contract: Contract, writes: tuple[str, ...]) -> bool:
-    """Does the declarative contract put a condition on (or inside) every written key?"""
-    if not writes:
-        return False
-    keys = [parse_path(key) for key in contract.keys]
-    return all(
-        any(tuple(key[: len(write)]) == write for key in keys)
-        for write in (parse_path(w) for w in writes)
-    )
-
-
-def _related(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
-    shorter = min(len(a), len(b))
-    return a[:shorter] == b[:shorter]
-
-
-def _fill(template: str, args: Mapping[str, Any]) -> str:
-    """Fill ``{name}`` placeholders inside each path segment, so a value is one segment."""
-    segments = parse_path(template)
-    return format_path(
-        _PLACEHOLDER.sub(lambda m: str(args[m.group(1)]), segment) for segment in segments
-    )
 
 
 def _json_or_none(value: Any) -> Any:

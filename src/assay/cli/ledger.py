@@ -1,0 +1,164 @@
+"""``assay ledger verify | export | show | tail | prove``: read and check the Evidence Ledger."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import os
+import sys
+from typing import Any
+
+from assay.clock import SYSTEM_CLOCK
+from assay.errors import AssayError
+from assay.ledger import Ledger, export_jsonl, open_ledger, verify_jsonl
+from assay.ledger.entry import Entry
+from assay.ledger.url import DEFAULT_URL
+
+LEDGER_ENV = "ASSAY_LEDGER"
+
+
+def add_ledger_option(parser: argparse.ArgumentParser) -> None:
+    """``--ledger URL``, shared by every command that reads or writes evidence."""
+    parser.add_argument(
+        "--ledger",
+        metavar="URL",
+        default=os.environ.get(LEDGER_ENV, DEFAULT_URL),
+        help=f"sqlite:///path.db, postgresql://..., or memory: (default ${LEDGER_ENV} or "
+        f"{DEFAULT_URL})",
+    )
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "ledger",
+        help="verify, export, show, follow and prove the Evidence Ledger",
+        description="Read and check the Evidence Ledger. Exit 0 on success, 1 when "
+        "verification finds a problem (naming the first bad entry), 2 on a usage error.",
+    )
+    actions = parser.add_subparsers(dest="ledger_command", metavar="ACTION", required=True)
+    verify = actions.add_parser("verify", help="re-check the chain, the tree and checkpoints")
+    add_ledger_option(verify)
+    verify.add_argument("--public-key", metavar="FILE", help="PEM key checkpoints are signed with")
+    verify.add_argument("--export", metavar="FILE", help="verify a JSONL export instead")
+    verify.set_defaults(run=run_verify)
+    export = actions.add_parser("export", help="write every entry as JSONL to stdout")
+    add_ledger_option(export)
+    export.set_defaults(run=run_export)
+    show = actions.add_parser("show", help="print one entry as JSON")
+    add_ledger_option(show)
+    show.add_argument("seq", type=int, metavar="SEQ")
+    show.set_defaults(run=run_show)
+    tail = actions.add_parser("tail", help="print the last entries; -f to follow")
+    add_ledger_option(tail)
+    tail.add_argument("-n", type=int, default=10, metavar="N", help="how many (default 10)")
+    tail.add_argument("-f", "--follow", action="store_true", help="keep printing new entries")
+    tail.add_argument("--interval-ms", type=int, default=500, help="how often to look (follow)")
+    tail.set_defaults(run=run_tail)
+    prove = actions.add_parser("prove", help="print an inclusion proof for one entry")
+    add_ledger_option(prove)
+    prove.add_argument("seq", type=int, metavar="SEQ")
+    prove.set_defaults(run=run_prove)
+
+
+def _open(args: argparse.Namespace) -> Ledger:
+    return open_ledger(args.ledger)
+
+
+def _fail(message: str) -> int:
+    print(f"assay ledger: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _entry_json(entry: Entry) -> str:
+    return entry.canonical.decode()
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    key = None
+    if args.public_key is not None:
+        try:
+            with open(args.public_key, "rb") as handle:
+                key = handle.read()
+        except OSError as error:
+            return _fail(f"cannot read the public key {args.public_key!r}: {error.strerror}")
+    try:
+        if args.export is not None:
+            with open(args.export, encoding="utf-8") as handle:
+                report = verify_jsonl(handle, key, source=args.export)
+        else:
+            with _open(args) as ledger:
+                report = ledger.verify(key)
+    except OSError as error:
+        return _fail(f"cannot read {args.export!r}: {error.strerror}")
+    except AssayError as error:
+        return _fail(str(error))
+    if report.problem is not None:
+        print(f"FAILED {report.source}: {report.problem}")
+        print(f"  {report.size} entries verified before it")
+        return 1
+    print(
+        f"OK {report.source}: {report.size} entries, chain and Merkle tree verified "
+        f"(root {report.root}); {report.checkpoints} checkpoints, {report.signatures} "
+        "signatures checked"
+    )
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    try:
+        with _open(args) as ledger:
+            count = export_jsonl(ledger.backend, sys.stdout)
+    except AssayError as error:
+        return _fail(str(error))
+    print(f"exported {count} entries", file=sys.stderr)
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    try:
+        with _open(args) as ledger:
+            entry = ledger.entry(args.seq)
+    except AssayError as error:
+        return _fail(str(error))
+    if entry is None:
+        return _fail(f"there is no entry {args.seq}")
+    print(json.dumps(json.loads(_entry_json(entry)), indent=2, ensure_ascii=False))
+    return 0
+
+
+def run_tail(args: argparse.Namespace) -> int:
+    try:
+        with _open(args) as ledger:
+            size = ledger.size
+            start = max(1, size - args.n + 1)
+            for entry in ledger.iterate(start):
+                print(_entry_json(entry), flush=True)
+                start = entry.seq + 1
+            if args.follow:
+                asyncio.run(_follow(ledger, start, args.interval_ms / 1000))
+    except AssayError as error:
+        return _fail(str(error))
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+async def _follow(ledger: Ledger, start: int, interval: float) -> None:
+    while True:
+        await SYSTEM_CLOCK.sleep(interval)
+        ledger.refresh()
+        for entry in ledger.iterate(start):
+            print(_entry_json(entry), flush=True)
+            start = entry.seq + 1
+
+
+def run_prove(args: argparse.Namespace) -> int:
+    try:
+        with _open(args) as ledger:
+            proof = ledger.prove(args.seq)
+    except AssayError as error:
+        return _fail(str(error))
+    print(json.dumps(dataclasses.asdict(proof), indent=2))
+    return 0

@@ -1,0 +1,87 @@
+"""Binding a fire's arguments into its writes and contracts.
+
+Placeholders (``orders.{order_id}.status``) are filled one path segment at a time, so an
+argument is always one segment; expressions see the arguments as ``args``; a fire's own
+``verify_expression`` joins the declared contract (``AllOf``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from assay.expr import Expression
+from assay.expr.contract import Contract
+from assay.expr.path import format_path, parse_path
+from assay.expr.predicate import Check, Predicate
+
+_PLACEHOLDER: Final = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class ArgsPredicate:
+    """An expression that sees the fire's arguments as ``args`` beside the state keys."""
+
+    def __init__(self, expression: Expression, args: Mapping[str, Any]) -> None:
+        self.expression = expression
+        self.args = dict(args)
+
+    @property
+    def source(self) -> str:
+        return self.expression.source
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(k for k in self.expression.keys if k != "args" and not k.startswith("args."))
+
+    def check(self, state: Mapping[str, Any]) -> Check:
+        return self.expression.check({**state, "args": self.args})
+
+
+class AllOf:
+    """Several predicates that must all hold (a declared contract and a fire's own)."""
+
+    def __init__(self, parts: Iterable[Predicate]) -> None:
+        self.parts = tuple(parts)
+
+    @property
+    def source(self) -> str:
+        return " && ".join(f"({part.source})" for part in self.parts)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(sorted({key for part in self.parts for key in part.keys}))
+
+    def check(self, state: Mapping[str, Any]) -> Check:
+        checks = [part.check(state) for part in self.parts]
+        conditions = tuple(c for check in checks for c in check.conditions)
+        errors = [check.error for check in checks if check.error]
+        if any(check.result is False for check in checks):
+            return Check(result=False, value=False, error=None, conditions=conditions)
+        if errors:
+            return Check(result=None, value=None, error="; ".join(errors), conditions=conditions)
+        return Check(result=True, value=True, conditions=conditions)
+
+
+def covers(contract: Contract, writes: tuple[str, ...]) -> bool:
+    """Does the declarative contract put a condition on (or inside) every written key?"""
+    if not writes:
+        return False
+    keys = [parse_path(key) for key in contract.keys]
+    return all(
+        any(tuple(key[: len(write)]) == write for key in keys)
+        for write in (parse_path(w) for w in writes)
+    )
+
+
+def related(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    shorter = min(len(a), len(b))
+    return a[:shorter] == b[:shorter]
+
+
+def fill(template: str, args: Mapping[str, Any]) -> str:
+    """Fill ``{name}`` placeholders inside each path segment, so a value is one segment."""
+    segments = parse_path(template)
+    return format_path(
+        _PLACEHOLDER.sub(lambda m: str(args[m.group(1)]), segment) for segment in segments
+    )

@@ -1,0 +1,33 @@
+"""The Evidence Ledger (SPEC §7): append-only, hash-linked, Merkle-proved evidence.
+
+``open_ledger(url)`` opens one; ``Ledger`` appends, proves and signs; the backends store
+(``MemoryBackend``, ``SQLiteBackend``, ``PostgresBackend``, all behind ``LedgerBackend``);
+``verify_ledger`` re-checks everything stored.
+"""
+
+from assay.ledger.backend import EntryFilter as EntryFilter
+from assay.ledger.backend import LedgerBackend as LedgerBackend
+from assay.ledger.backend import StoredCheckpoint as StoredCheckpoint
+from assay.ledger.backend import StoredRow as StoredRow
+from assay.ledger.checkpoint import Checkpoint as Checkpoint
+from assay.ledger.checkpoint import SigningKey as SigningKey
+from assay.ledger.checkpoint import load_public_key as load_public_key
+from assay.ledger.checkpoint import verify_checkpoint as verify_checkpoint
+from assay.ledger.entry import GENESIS_HASH as GENESIS_HASH
+from assay.ledger.entry import Entry as Entry
+from assay.ledger.entry import EntryDraft as EntryDraft
+from assay.ledger.entry import EntryKind as EntryKind
+from assay.ledger.group_commit import GroupCommitStatistics as GroupCommitStatistics
+from assay.ledger.ledger import Ledger as Ledger
+from assay.ledger.memory import MemoryBackend as MemoryBackend
+from assay.ledger.proof import ConsistencyProof as ConsistencyProof
+from assay.ledger.proof import InclusionProof as InclusionProof
+from assay.ledger.proof import TreeHead as TreeHead
+from assay.ledger.sqlite import SQLiteBackend as SQLiteBackend
+from assay.ledger.url import open_backend as open_backend
+from assay.ledger.url import open_ledger as open_ledger
+from assay.ledger.verification import LedgerProblem as LedgerProblem
+from assay.ledger.verification import LedgerReport as LedgerReport
+from assay.ledger.verification import export_jsonl as export_jsonl
+from assay.ledger.verification import verify_jsonl as verify_jsonl
+from assay.ledger.verification import verify_ledger as verify_ledger

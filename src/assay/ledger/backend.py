@@ -1,0 +1,272 @@
+"""Where a ledger keeps its entries: the small interface every storage backend implements.
+
+A backend stores sealed entries in one gapless order and never changes or drops one. It
+assigns ``seq`` and ``prev_hash`` and computes the hash inside ``append``, atomically with
+storing, so concurrent appenders (threads here, processes too where the store allows) get
+one chain. ``append`` returns only once the entries are durable. The same conformance suite
+(``tests/test_ledger_conformance.py``) runs against every backend.
+
+Reads come in two forms: ``read``/``iterate``/``query`` give entries as stored, trusting
+them; ``stored_rows``/``stored_checkpoints`` give every row exactly as the store holds it, for
+``verify_ledger`` to check without trusting anything.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from types import TracebackType
+from typing import Final, Self
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from pydantic import ValidationError
+
+from assay.errors import CheckpointError, LedgerEntryError
+from assay.ledger.checkpoint import Checkpoint
+from assay.ledger.entry import KINDS, Entry, EntryDraft, format_timestamp
+
+BATCH: Final = 1000
+"""How many rows a backend reads per round trip when iterating."""
+
+COLUMNS: Final = ("timestamp", "kind", "session", "run", "transition", "prev_hash", "hash")
+"""The entry fields a database backend also keeps in columns of their own, beside ``seq``."""
+
+CHECKPOINT_FIELDS: Final = ("size", "root", "timestamp", "key_id", "signature")
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRow:
+    """One stored entry exactly as the store holds it, for verification.
+
+    ``seq`` is the row's key, ``entry`` its canonical JSON bytes, ``columns`` the other
+    fields it keeps in columns of their own (empty when it keeps only the JSON). A tampered
+    store may hold anything in them, so nothing here is trusted.
+    """
+
+    seq: int
+    entry: bytes
+    columns: Mapping[str, object]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredCheckpoint:
+    """One stored signed tree head exactly as the store holds it; ``number`` counts from 1."""
+
+    number: int
+    fields: Mapping[str, object]
+
+    def checkpoint(self) -> Checkpoint:
+        """The checkpoint, validated; ``CheckpointError`` names the malformed field."""
+        try:
+            return Checkpoint.model_validate(dict(self.fields))
+        except ValidationError as error:
+            first = error.errors()[0]
+            field = str(first["loc"][0]) if first["loc"] else "checkpoint"
+            raise CheckpointError(
+                f"checkpoint {self.number}: field {field!r} is malformed: {first['msg']}",
+                field=field,
+            ) from None
+
+
+def checkpoint_fields(checkpoint: Checkpoint) -> tuple[object, ...]:
+    """A checkpoint's fields in ``CHECKPOINT_FIELDS`` order, for storing in columns."""
+    return tuple(getattr(checkpoint, name) for name in CHECKPOINT_FIELDS)
+
+
+@dataclass(frozen=True, slots=True)
+class EntryFilter:
+    """Which entries a query wants: every given criterion holds; times as stored text.
+
+    ``since`` is inclusive and ``until`` exclusive; ``after`` skips entries up to that seq,
+    for following the tail; ``limit`` keeps the first that many, in seq order.
+    """
+
+    session: str | None = None
+    transition: str | None = None
+    run: str | None = None
+    kind: str | None = None
+    since: str | None = None
+    until: str | None = None
+    after: int = 0
+    limit: int | None = None
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        session: str | None = None,
+        transition: str | None = None,
+        run: str | None = None,
+        kind: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        after: int = 0,
+        limit: int | None = None,
+    ) -> EntryFilter:
+        """A filter from the caller's values, checked; times may be aware datetimes or text."""
+        if kind is not None and kind not in KINDS:
+            raise LedgerEntryError(
+                f"kind must be one of {', '.join(sorted(KINDS))}, not {kind!r}", field="kind"
+            )
+        if limit is not None and limit < 0:
+            raise LedgerEntryError(f"limit must be 0 or more, not {limit}", field="limit")
+        return cls(
+            session,
+            transition,
+            run,
+            kind,
+            _moment(since, "since"),
+            _moment(until, "until"),
+            after,
+            limit,
+        )
+
+    def matches(self, entry: Entry) -> bool:
+        """True when ``entry`` meets every criterion but ``limit``."""
+        return (
+            entry.seq > self.after
+            and (self.session is None or entry.session == self.session)
+            and (self.transition is None or entry.transition == self.transition)
+            and (self.run is None or entry.run == self.run)
+            and (self.kind is None or entry.kind == self.kind)
+            and (self.since is None or entry.timestamp >= self.since)
+            and (self.until is None or entry.timestamp < self.until)
+        )
+
+
+def hide_password(url: str) -> str:
+    """``url`` with any password, in the authority or a ``password=`` parameter, as ``***``."""
+    try:
+        parts = urlsplit(url)
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        in_query = any(key == "password" for key, _ in pairs)
+        if parts.password is None and not in_query:
+            return url
+        netloc = parts.netloc
+        if parts.password is not None:
+            user, _, host = netloc.rpartition("@")
+            netloc = f"{user.partition(':')[0]}:***@{host}"
+        query = parts.query
+        if in_query:
+            query = urlencode(
+                [(key, "***" if key == "password" else value) for key, value in pairs],
+                safe="*",
+            )
+        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    except ValueError:
+        return "<a URL that could not be parsed>"
+
+
+def _moment(value: datetime | str | None, name: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise LedgerEntryError(
+                f"{name} must be an RFC 3339 time like 2026-01-01T00:00:00Z, not {value!r}",
+                field=name,
+            ) from None
+    return format_timestamp(value)
+
+
+class LedgerBackend(ABC):
+    """Storage for one ledger. Thread-safe; ``close`` releases it (also on ``with`` exit)."""
+
+    @property
+    @abstractmethod
+    def url(self) -> str:
+        """Where the ledger lives, as an ``open_ledger`` URL, any password hidden."""
+
+    @abstractmethod
+    def append(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
+        """Seal and store ``drafts`` consecutively, in order; return them once durable."""
+
+    @abstractmethod
+    def read(self, start: int, stop: int) -> list[Entry]:
+        """The entries with ``start <= seq < stop``, in order."""
+
+    @abstractmethod
+    def size(self) -> int:
+        """How many entries there are: the seq of the last one, 0 when empty."""
+
+    @abstractmethod
+    def select(self, where: EntryFilter) -> list[Entry]:
+        """The entries ``where`` matches, in seq order, at most ``where.limit`` of them."""
+
+    @abstractmethod
+    def stored_rows(self) -> Iterator[StoredRow]:
+        """Every stored entry row as it is, in the store's seq order, trusting nothing."""
+
+    @abstractmethod
+    def add_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """Store a signed tree head, durably."""
+
+    @abstractmethod
+    def stored_checkpoints(self) -> list[StoredCheckpoint]:
+        """Every stored checkpoint as it is, in the order they were added."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Wait for appends in progress, then release connections; safe to call twice."""
+
+    def iterate(self, start: int = 1) -> Iterator[Entry]:
+        """Every entry from ``start`` on, in order, read a batch at a time."""
+        while True:
+            batch = self.read(start, start + BATCH)
+            yield from batch
+            if len(batch) < BATCH:
+                return
+            start += BATCH
+
+    def query(
+        self,
+        *,
+        session: str | None = None,
+        transition: str | None = None,
+        run: str | None = None,
+        kind: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        after: int = 0,
+        limit: int | None = None,
+    ) -> list[Entry]:
+        """The entries matching every criterion given, in seq order (see ``EntryFilter``)."""
+        return self.select(
+            EntryFilter.of(
+                session=session,
+                transition=transition,
+                run=run,
+                kind=kind,
+                since=since,
+                until=until,
+                after=after,
+                limit=limit,
+            )
+        )
+
+    def head(self) -> Entry | None:
+        """The last entry, or ``None`` when the ledger is empty."""
+        size = self.size()
+        if size == 0:
+            return None
+        entries = self.read(size, size + 1)
+        return entries[0] if entries else None
+
+    def checkpoints(self) -> list[Checkpoint]:
+        """The stored checkpoints, validated; ``CheckpointError`` if one is malformed."""
+        return [stored.checkpoint() for stored in self.stored_checkpoints()]
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()

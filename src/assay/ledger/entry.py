@@ -1,0 +1,318 @@
+"""Ledger entries: the draft a caller hands in, and the sealed, hash-linked entry it becomes.
+
+An entry's ``hash`` is the SHA-256 of the RFC 8785 canonical JSON of every other field; its
+``canonical`` form is that JSON with the hash included, and its Merkle leaf is the leaf hash
+of that. ``parse_entry`` is the strict reverse: it accepts only text that is exactly the
+canonical form of a well-formed entry whose hash recomputes, and says what was wrong if not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Final
+
+import rfc8785
+
+from assay.errors import LedgerEntryError, LedgerIntegrityError
+from assay.ledger.merkle import leaf_hash
+
+
+class EntryKind(StrEnum):
+    """What an entry records (SPEC §7); ``checkpoint`` marks a signed tree head."""
+
+    FIRE = "fire"
+    REFUSAL = "refusal"
+    SETTLEMENT = "settlement"
+    VERDICT = "verdict"
+    COMMIT = "commit"
+    ESCALATION = "escalation"
+    PARK = "park"
+    RESUME = "resume"
+    CHECKPOINT = "checkpoint"
+
+
+KINDS: Final = frozenset(kind.value for kind in EntryKind)
+
+GENESIS_HASH: Final = "0" * 64
+"""The ``prev_hash`` of entry 1."""
+
+FIELDS: Final = (
+    "seq",
+    "timestamp",
+    "kind",
+    "session",
+    "run",
+    "transition",
+    "body",
+    "prev_hash",
+    "hash",
+)
+"""An entry's fields, in the order they are shown and stored."""
+
+_IDS: Final = ("session", "run", "transition")
+_SAFE: Final = 2**53 - 1
+_HEX: Final = re.compile(r"[0-9a-f]{64}")
+_TIMESTAMP: Final = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+# In canonical JSON ``,"`` never occurs inside a string (the quote would be escaped), and the
+# fields after ``body`` are all scalars, so the last match of this is the top-level member.
+_HASH_MEMBER: Final = b',"hash":"'
+
+
+def format_timestamp(moment: datetime) -> str:
+    """RFC 3339 in UTC with microseconds, fixed width, so text order is time order."""
+    if moment.tzinfo is None:
+        raise LedgerEntryError(
+            f"timestamp must be timezone-aware, not the naive {moment.isoformat()}; "
+            "pass an aware datetime (the clock's wall() is one)",
+            field="timestamp",
+        )
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def canonical_json(value: Any) -> bytes:
+    """The RFC 8785 canonical JSON of ``value``."""
+    return rfc8785.dumps(value)
+
+
+def loads(text: bytes | str) -> Any:
+    """Parse RFC 8785 JSON so that encoding the value again gives the same text.
+
+    Every JSON number is an IEEE double there, so an integer literal beyond ±(2**53 - 1)
+    (how ``1e20`` is written) is read as the float it is; ``NaN`` and ``Infinity`` are
+    refused, as JSON has no such literals.
+    """
+    return json.loads(text, parse_int=_number, parse_constant=_not_json)
+
+
+def _number(text: str) -> int | float:
+    value = int(text)
+    return value if -_SAFE <= value <= _SAFE else float(text)
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+@dataclass(frozen=True, slots=True)
+class EntryDraft:
+    """An entry before the ledger gives it a place: everything but ``seq`` and the hashes.
+
+    Validated on construction; ``body`` is replaced by a plain copy of its canonical JSON, so
+    the draft never aliases the caller's value.
+    """
+
+    kind: str
+    timestamp: str
+    body: Any
+    session: str | None = None
+    run: str | None = None
+    transition: str | None = None
+    _head: bytes = field(init=False, repr=False, compare=False)
+    _run: bytes = field(init=False, repr=False, compare=False)
+    _rest: bytes = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, str) or self.kind not in KINDS:
+            raise LedgerEntryError(
+                f"kind must be one of {', '.join(sorted(KINDS))}, not {self.kind!r}",
+                field="kind",
+            )
+        if not isinstance(self.timestamp, str) or not _TIMESTAMP.fullmatch(self.timestamp):
+            raise LedgerEntryError(
+                "timestamp must be RFC 3339 UTC text like 2026-01-01T00:00:00.000000Z "
+                f"(see format_timestamp), not {self.timestamp!r}",
+                field="timestamp",
+            )
+        ids: list[bytes] = []
+        for name in _IDS:
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise LedgerEntryError(
+                    f"{name} must be a string or None, not {type(value).__name__}", field=name
+                )
+            try:
+                ids.append(canonical_json(value))
+            except ValueError:
+                raise LedgerEntryError(
+                    f"{name} {value!r} is not valid Unicode text (it holds a lone surrogate)",
+                    field=name,
+                ) from None
+        try:
+            body_json = canonical_json(self.body)
+        except (ValueError, TypeError, RecursionError) as exc:
+            reason = "it nests too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise LedgerEntryError(
+                f"body cannot be written as RFC 8785 JSON: {reason}; use JSON values only "
+                "(objects with string keys, arrays, strings, finite numbers, integers within "
+                "±2**53, booleans, null)",
+                field="body",
+            ) from None
+        session, run, transition = ids
+        object.__setattr__(self, "kind", EntryKind(self.kind).value)
+        object.__setattr__(self, "body", loads(body_json))
+        # Pieces of the canonical JSON of the sealed entry, in RFC 8785 key order (body, hash,
+        # kind, prev_hash, run, seq, session, timestamp, transition), so ``seal`` need not
+        # encode the body again.
+        object.__setattr__(self, "_head", b'{"body":' + body_json)
+        object.__setattr__(self, "_run", run)
+        object.__setattr__(
+            self,
+            "_rest",
+            b',"session":%s,"timestamp":"%s","transition":%s}'
+            % (session, self.timestamp.encode(), transition),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One sealed entry: its place ``seq``, its fields and the hash linking it to the last."""
+
+    seq: int
+    timestamp: str
+    kind: str
+    session: str | None
+    run: str | None
+    transition: str | None
+    body: Any
+    prev_hash: str
+    hash: str
+    canonical: bytes = field(repr=False, compare=False)
+    """The RFC 8785 JSON of the whole entry, hash included: what the Merkle leaf covers."""
+
+    @property
+    def leaf_hash(self) -> bytes:
+        """This entry's Merkle leaf hash."""
+        return leaf_hash(self.canonical)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as a JSON object (the ``canonical`` bytes are its RFC 8785 form)."""
+        return {name: getattr(self, name) for name in FIELDS}
+
+
+def seal(draft: EntryDraft, seq: int, prev_hash: str) -> Entry:
+    """Give ``draft`` its place after the entry whose hash is ``prev_hash``."""
+    tail = b',"kind":"%s","prev_hash":"%s","run":%s,"seq":%d%s' % (
+        draft.kind.encode(),
+        prev_hash.encode(),
+        draft._run,
+        seq,
+        draft._rest,
+    )
+    digest = hashlib.sha256(draft._head + tail).hexdigest()
+    canonical = b'%s,"hash":"%s"%s' % (draft._head, digest.encode(), tail)
+    return Entry(
+        seq,
+        draft.timestamp,
+        draft.kind,
+        draft.session,
+        draft.run,
+        draft.transition,
+        draft.body,
+        prev_hash,
+        digest,
+        canonical,
+    )
+
+
+def seal_all(drafts: list[EntryDraft], head_seq: int, head_hash: str) -> list[Entry]:
+    """Seal ``drafts`` in order after the head ``(head_seq, head_hash)``."""
+    entries: list[Entry] = []
+    for offset, draft in enumerate(drafts, start=1):
+        entry = seal(draft, head_seq + offset, head_hash)
+        entries.append(entry)
+        head_hash = entry.hash
+    return entries
+
+
+def entry_from_canonical(text: bytes, seq: int) -> Entry:
+    """The entry stored at ``seq`` as ``text``, trusted as stored (``parse_entry`` checks it).
+
+    Raise ``LedgerIntegrityError`` only when the text cannot be read as an entry at all.
+    """
+    try:
+        data = loads(text)
+        return _entry(data, text)
+    except (ValueError, KeyError, TypeError) as exc:
+        reason = f"the stored entry cannot be read ({type(exc).__name__}: {exc})"
+        raise LedgerIntegrityError(
+            f"entry {seq}: {reason}; verify_ledger says what else is wrong",
+            seq=seq,
+            reason=reason,
+            field="entry",
+        ) from None
+
+
+def parse_entry(text: bytes, seq: int) -> Entry:
+    """The entry stored as ``text`` at position ``seq``, checked to the last byte.
+
+    Raise ``LedgerIntegrityError`` naming ``seq`` and the field at fault when the text is not
+    JSON, not canonical, not shaped like an entry, or its hash does not recompute.
+    """
+
+    def fault(reason: str, field: str | None = None) -> LedgerIntegrityError:
+        return LedgerIntegrityError(f"entry {seq}: {reason}", seq=seq, reason=reason, field=field)
+
+    try:
+        data = loads(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise fault(f"the stored entry is not JSON ({exc})", "entry") from None
+    if not isinstance(data, dict) or set(data) != set(FIELDS):
+        shown = sorted(data) if isinstance(data, dict) else type(data).__name__
+        raise fault(f"the stored entry has fields {shown}, not {sorted(FIELDS)}", "entry")
+    try:
+        recanonical = canonical_json(data)
+    except ValueError as exc:
+        reason = f"the stored entry holds a value RFC 8785 cannot carry ({exc})"
+        raise fault(reason, "entry") from None
+    if recanonical != text:
+        raise fault("the stored entry is not in RFC 8785 canonical form", "entry")
+    problem = _field_problem(data)
+    if problem is not None:
+        raise fault(problem[1], problem[0])
+    at = text.rindex(_HASH_MEMBER)
+    hashless = text[:at] + text[at + len(_HASH_MEMBER) + 65 :]
+    recomputed = hashlib.sha256(hashless).hexdigest()
+    if recomputed != data["hash"]:
+        raise fault(
+            f"hash {data['hash']} does not match its fields, which hash to {recomputed}", "hash"
+        )
+    return _entry(data, text)
+
+
+def _field_problem(data: dict[str, Any]) -> tuple[str, str] | None:
+    seq = data["seq"]
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+        return "seq", f"seq is {seq!r}, not a positive integer"
+    timestamp = data["timestamp"]
+    if not isinstance(timestamp, str) or not _TIMESTAMP.fullmatch(timestamp):
+        return "timestamp", f"timestamp {timestamp!r} is not RFC 3339 UTC with microseconds"
+    if not isinstance(data["kind"], str) or data["kind"] not in KINDS:
+        return "kind", f"kind {data['kind']!r} is not one of {', '.join(sorted(KINDS))}"
+    for name in _IDS:
+        if data[name] is not None and not isinstance(data[name], str):
+            return name, f"{name} is {data[name]!r}, not a string or null"
+    for name in ("prev_hash", "hash"):
+        value = data[name]
+        if not isinstance(value, str) or not _HEX.fullmatch(value):
+            return name, f"{name} {value!r} is not 64 lowercase hex digits"
+    return None
+
+
+def _entry(data: dict[str, Any], text: bytes) -> Entry:
+    return Entry(
+        seq=data["seq"],
+        timestamp=data["timestamp"],
+        kind=data["kind"],
+        session=data["session"],
+        run=data["run"],
+        transition=data["transition"],
+        body=data["body"],
+        prev_hash=data["prev_hash"],
+        hash=data["hash"],
+        canonical=bytes(text),
+    )

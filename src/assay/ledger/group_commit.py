@@ -1,0 +1,162 @@
+"""Group commit: many appenders, one writer at a time, one transaction and one sync per batch.
+
+Every ``submit`` puts its drafts on a queue. If no one is writing, the caller becomes the
+writer: it takes everything waiting, hands it to the backend's ``write`` as one batch (one
+transaction, one durable commit) and wakes each caller in the batch with its own entries.
+Callers that arrive while a commit is syncing queue up behind it; when the commit is done,
+the writer hands the role to the first of them, which commits the whole queue at once. So
+under load one sync serves every entry that arrived during the last one, and with no load
+an append is written by its own thread, with no hand-off to another thread and back.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from assay.errors import LedgerError
+from assay.ledger.entry import Entry, EntryDraft
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCommitStatistics:
+    """What the writers have done: ``batches`` committed, ``entries`` in them, the largest
+    batch, and how many drafts are ``queued`` or being ``written`` right now."""
+
+    batches: int
+    entries: int
+    largest_batch: int
+    queued: int
+    writing: int
+
+
+class _Request:
+    __slots__ = ("drafts", "entries", "error", "finished", "wake")
+
+    def __init__(self, drafts: list[EntryDraft]) -> None:
+        self.drafts = drafts
+        self.wake = threading.Event()  # set when written, or when handed the writer's role
+        self.finished = False
+        self.entries: list[Entry] = []
+        self.error: BaseException | None = None
+
+
+class GroupCommit:
+    """Serializes appends into batches, each written by one caller on behalf of all in it.
+
+    ``write(drafts)`` is called by one thread at a time: it must seal and store the drafts
+    in one transaction and return once that is durable, or raise and store nothing.
+    """
+
+    def __init__(self, write: Callable[[list[EntryDraft]], list[Entry]], *, name: str) -> None:
+        self._write = write
+        self._name = name
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._queue: list[_Request] = []
+        self._writing_now = False
+        self._closed = False
+        self._batches = 0
+        self._entries = 0
+        self._largest = 0
+        self._writing = 0
+
+    def submit(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
+        """Store ``drafts`` consecutively in the next batch; return their entries once durable."""
+        request = _Request(list(drafts))
+        with self._lock:
+            if self._closed:
+                raise LedgerError(
+                    f"the ledger {self._name} is closed; open it again to append", url=self._name
+                )
+            self._queue.append(request)
+            lead = not self._writing_now
+            self._writing_now = True
+        if not lead:
+            try:
+                request.wake.wait()
+            except BaseException:
+                self._abandon(request)
+                raise
+        if not request.finished:
+            self._lead()
+        if request.error is not None:
+            raise request.error
+        return request.entries
+
+    def statistics(self) -> GroupCommitStatistics:
+        """A snapshot of the counters."""
+        with self._lock:
+            return GroupCommitStatistics(
+                self._batches,
+                self._entries,
+                self._largest,
+                sum(len(request.drafts) for request in self._queue),
+                self._writing,
+            )
+
+    def close(self) -> None:
+        """Refuse new appends and wait for every batch already submitted; safe to call twice."""
+        with self._lock:
+            self._closed = True
+            while self._writing_now:
+                self._idle.wait()
+
+    def _lead(self) -> None:
+        """Write everything queued as one batch, then pass the writer's role on."""
+        with self._lock:
+            batch, self._queue = self._queue, []
+            self._writing = sum(len(request.drafts) for request in batch)
+        try:
+            self._commit(batch)
+        finally:
+            with self._lock:
+                self._writing = 0
+                self._pass_on()
+
+    def _pass_on(self) -> None:
+        """Hand the writer's role to the first caller still waiting, if any (lock held)."""
+        if self._queue:
+            self._queue[0].wake.set()
+        else:
+            self._writing_now = False
+            self._idle.notify_all()
+
+    def _abandon(self, request: _Request) -> None:
+        """The caller stopped waiting (an interrupt): never strand the role or its drafts."""
+        with self._lock:
+            if request in self._queue:
+                self._queue.remove(request)
+                if request.wake.is_set() and not request.finished:
+                    self._pass_on()
+        # Otherwise it is in a batch being written, which finishes without it.
+
+    def _commit(self, batch: list[_Request]) -> None:
+        drafts = [draft for request in batch for draft in request.drafts]
+        try:
+            entries = self._write(drafts)
+        except BaseException as exc:  # every caller in the batch must wake, whatever happened
+            for request in batch:
+                request.error = _wrap(exc, self._name)
+        else:
+            start = 0
+            for request in batch:
+                request.entries = entries[start : start + len(request.drafts)]
+                start += len(request.drafts)
+            with self._lock:
+                self._batches += 1
+                self._entries += len(entries)
+                self._largest = max(self._largest, len(entries))
+        for request in batch:
+            request.finished = True
+            request.wake.set()
+
+
+def _wrap(exc: BaseException, name: str) -> LedgerError:
+    """A fresh error for each caller (one instance raised in many threads would share a
+    traceback), saying that nothing in the batch was stored."""
+    reason = str(exc) if isinstance(exc, LedgerError) else f"{type(exc).__name__}: {exc}"
+    error = LedgerError(f"{reason}; nothing in this batch was stored", url=name)
+    error.__cause__ = exc
+    return error

@@ -1,0 +1,321 @@
+"""The Evidence Ledger (SPEC §7): append evidence, prove it, sign tree heads, query it.
+
+``Ledger`` wraps a backend. It stamps each entry with the clock's wall time, withholds the
+values of redacted keys from its body, and keeps the Merkle tree over all entries in memory
+(rebuilt from the stored entries when it opens), so roots and proofs cost no reads. Appends
+are thread-safe and durable on return; ``aappend`` runs one in a worker thread so an event
+loop never waits on a disk sync.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Iterator, Mapping
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Self
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from assay.clock import SYSTEM_CLOCK, Clock
+from assay.errors import LedgerEntryError, LedgerIntegrityError
+from assay.ledger.backend import BATCH, LedgerBackend
+from assay.ledger.checkpoint import Checkpoint, SigningKey
+from assay.ledger.entry import Entry, EntryDraft, format_timestamp
+from assay.ledger.merkle import MerkleTree
+from assay.ledger.proof import ConsistencyProof, InclusionProof, TreeHead
+from assay.ledger.verification import LedgerReport, verify_ledger
+from assay.redaction import REDACTED, Redaction
+
+
+class Ledger:
+    """An append-only, hash-linked, Merkle-proved record of evidence on ``backend``."""
+
+    def __init__(
+        self,
+        backend: LedgerBackend,
+        *,
+        redaction: Redaction | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self._backend = backend
+        self._redaction = redaction or Redaction.none()
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._tree = MerkleTree()
+        # Entries appended here whose predecessors are not in the tree yet.
+        self._arrived: dict[int, Entry] = {}
+        self.refresh()
+
+    @property
+    def backend(self) -> LedgerBackend:
+        """Where the entries are stored."""
+        return self._backend
+
+    @property
+    def url(self) -> str:
+        """The backend's URL, any password hidden."""
+        return self._backend.url
+
+    def draft(
+        self,
+        kind: str,
+        body: Any,
+        *,
+        session: str | None = None,
+        transition: str | None = None,
+        run: str | None = None,
+    ) -> EntryDraft:
+        """The entry ``append`` would store, redacted and stamped, before it has a place."""
+        return EntryDraft(
+            kind=kind,
+            timestamp=format_timestamp(self._clock.wall()),
+            body=redact_body(body, self._redaction),
+            session=session,
+            run=run,
+            transition=transition,
+        )
+
+    def append(
+        self,
+        kind: str,
+        body: Any,
+        *,
+        session: str | None = None,
+        transition: str | None = None,
+        run: str | None = None,
+    ) -> Entry:
+        """Store one entry and return it once durable; ``LedgerEntryError`` if malformed."""
+        draft = self.draft(kind, body, session=session, transition=transition, run=run)
+        (entry,) = self._backend.append([draft])
+        self._absorb(entry)
+        return entry
+
+    async def aappend(
+        self,
+        kind: str,
+        body: Any,
+        *,
+        session: str | None = None,
+        transition: str | None = None,
+        run: str | None = None,
+    ) -> Entry:
+        """``append`` in a worker thread: the event loop runs on while the entry syncs."""
+        return await asyncio.to_thread(
+            self.append, kind, body, session=session, transition=transition, run=run
+        )
+
+    def refresh(self) -> TreeHead:
+        """Take in entries other writers (other processes) stored; return the tree head."""
+        size = self._backend.size()
+        with self._lock:
+            self._grow(size)
+            return TreeHead(self._tree.size, self._tree.root().hex())
+
+    @property
+    def size(self) -> int:
+        """How many entries the tree holds (``refresh`` takes in other writers' entries)."""
+        with self._lock:
+            return self._tree.size
+
+    def tree_head(self) -> TreeHead:
+        """The current size and Merkle root, after taking in other writers' entries."""
+        return self.refresh()
+
+    def root(self, size: int | None = None) -> str:
+        """The Merkle root (hex) of the first ``size`` entries, all of them by default."""
+        with self._lock:
+            self._reach(size)
+            return self._tree.root(size).hex()
+
+    def prove(self, seq: int, size: int | None = None) -> InclusionProof:
+        """Proof that entry ``seq`` is in the tree of ``size`` entries (the current tree)."""
+        with self._lock:
+            self._reach(max(seq, size or 0))
+            size = self._tree.size if size is None else size
+            if not 1 <= seq <= size:
+                raise LedgerEntryError(
+                    f"seq must be between 1 and the tree's size ({size}), not {seq}", field="seq"
+                )
+            path = self._tree.inclusion_proof(seq - 1, size)
+            return InclusionProof(
+                seq=seq,
+                size=size,
+                leaf_hash=self._tree.leaf(seq - 1).hex(),
+                root=self._tree.root(size).hex(),
+                path=tuple(element.hex() for element in path),
+            )
+
+    def consistency(self, old_size: int, new_size: int | None = None) -> ConsistencyProof:
+        """Proof that the tree of ``old_size`` entries is a prefix of that of ``new_size``."""
+        with self._lock:
+            self._reach(new_size)
+            new_size = self._tree.size if new_size is None else new_size
+            path = self._tree.consistency_proof(old_size, new_size)
+            return ConsistencyProof(
+                old_size=old_size,
+                old_root=self._tree.root(old_size).hex(),
+                new_size=new_size,
+                new_root=self._tree.root(new_size).hex(),
+                path=tuple(element.hex() for element in path),
+            )
+
+    def checkpoint(self, signing_key: SigningKey) -> Checkpoint:
+        """Sign the current tree head with ``signing_key``, store it and return it."""
+        head = self.refresh()
+        checkpoint = signing_key.sign(head.size, head.root, self._clock.wall())
+        self._backend.add_checkpoint(checkpoint)
+        return checkpoint
+
+    def checkpoints(self) -> list[Checkpoint]:
+        """The stored checkpoints, oldest first."""
+        return self._backend.checkpoints()
+
+    def verify(self, public_key: Ed25519PublicKey | bytes | str | None = None) -> LedgerReport:
+        """Re-check every stored entry and checkpoint (see ``verify_ledger``)."""
+        return verify_ledger(self._backend, public_key)
+
+    def read(self, start: int, stop: int) -> list[Entry]:
+        """The entries with ``start <= seq < stop``."""
+        return self._backend.read(start, stop)
+
+    def entry(self, seq: int) -> Entry | None:
+        """Entry ``seq``, or ``None`` when there is none."""
+        found = self._backend.read(seq, seq + 1)
+        return found[0] if found else None
+
+    def iterate(self, start: int = 1) -> Iterator[Entry]:
+        """Every entry from ``start`` on, in order."""
+        return self._backend.iterate(start)
+
+    def head(self) -> Entry | None:
+        """The last stored entry, or ``None`` when there is none."""
+        return self._backend.head()
+
+    def query(
+        self,
+        *,
+        session: str | None = None,
+        transition: str | None = None,
+        run: str | None = None,
+        kind: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        after: int = 0,
+        limit: int | None = None,
+    ) -> list[Entry]:
+        """The entries matching every criterion given, in seq order."""
+        return self._backend.query(
+            session=session,
+            transition=transition,
+            run=run,
+            kind=kind,
+            since=since,
+            until=until,
+            after=after,
+            limit=limit,
+        )
+
+    async def follow(self, after: int = 0, *, interval: float = 0.5) -> AsyncIterator[Entry]:
+        """Yield every entry after seq ``after``, then each new one as it is stored, forever.
+
+        Polls the backend every ``interval`` seconds of the ledger's clock while idle.
+        """
+        while True:
+            batch = await asyncio.to_thread(self._backend.read, after + 1, after + 1 + BATCH)
+            for entry in batch:
+                yield entry
+            if batch:
+                after = batch[-1].seq
+            else:
+                await self._clock.sleep(interval)
+
+    def close(self) -> None:
+        """Close the backend."""
+        self._backend.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Ledger({self.url!r}, size={self.size})"
+
+    def _absorb(self, entry: Entry) -> None:
+        with self._lock:
+            if entry.seq > self._tree.size:
+                self._arrived[entry.seq] = entry
+                self._grow(entry.seq)
+
+    def _reach(self, size: int | None) -> None:
+        """Take in stored entries up to ``size`` if the tree is smaller (lock held)."""
+        if size is not None and size > self._tree.size:
+            self._grow(min(size, self._backend.size()))
+
+    def _grow(self, size: int) -> None:
+        """Add leaves up to ``size``: from entries appended here, else read back (lock held).
+
+        An entry missing here was stored by another process, or by a thread of this one that
+        has not taken its entry in yet; either way it is durable, so it can be read.
+        """
+        tree = self._tree
+        while tree.size < size:
+            following = tree.size + 1
+            entry = self._arrived.pop(following, None)
+            if entry is not None:
+                tree.append(entry.leaf_hash)
+                continue
+            stop = min((seq for seq in self._arrived if seq > following), default=size + 1)
+            batch = self._backend.read(following, min(stop, following + BATCH))
+            if not batch or batch[0].seq != following:
+                raise LedgerIntegrityError(
+                    f"entry {tree.size + 1} is missing from {self.url}; run verify_ledger",
+                    seq=tree.size + 1,
+                    reason="missing",
+                    field="seq",
+                )
+            for stored in batch:
+                if stored.seq != tree.size + 1:
+                    break
+                tree.append(stored.leaf_hash)
+        for seq in [seq for seq in self._arrived if seq <= tree.size]:
+            del self._arrived[seq]
+
+
+def redact_body(body: Any, redaction: Redaction, prefix: tuple[str, ...] = ()) -> Any:
+    """A copy of ``body`` with the value of every key ``redaction`` covers as ``[redacted]``.
+
+    Array items are addressed by their index, so ``items.*.card`` covers each item's card.
+    """
+    if not redaction.patterns:
+        return body
+    try:
+        return _redact(body, redaction, prefix)
+    except RecursionError:
+        raise LedgerEntryError("body nests too deeply to store", field="body") from None
+
+
+def _redact(value: Any, redaction: Redaction, prefix: tuple[str, ...]) -> Any:
+    if isinstance(value, Mapping):
+        return {
+            key: REDACTED
+            if redaction.covers(path := (*prefix, str(key)))
+            else _redact(item, redaction, path)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [
+            REDACTED
+            if redaction.covers(path := (*prefix, str(index)))
+            else _redact(item, redaction, path)
+            for index, item in enumerate(value)
+        ]
+    return value

@@ -1,0 +1,328 @@
+"""The PostgreSQL backend: one gapless order shared by writers in many processes and machines.
+
+Each append transaction takes a transaction-level advisory lock, reads the head inside it,
+inserts and commits, so writers anywhere serialize on the database while readers never
+wait. Within one process appends go through ``GroupCommit``, one transaction per batch.
+Triggers refuse UPDATE, DELETE and TRUNCATE of entries and checkpoints, and an insert that
+does not take the next seq and link to the last hash. The schema is created on open.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any, Final, LiteralString
+
+import psycopg
+from psycopg import sql
+
+from assay.errors import LedgerError
+from assay.ledger.backend import (
+    BATCH,
+    CHECKPOINT_FIELDS,
+    COLUMNS,
+    EntryFilter,
+    LedgerBackend,
+    StoredCheckpoint,
+    StoredRow,
+    checkpoint_fields,
+    hide_password,
+)
+from assay.ledger.checkpoint import Checkpoint
+from assay.ledger.entry import GENESIS_HASH, Entry, EntryDraft, entry_from_canonical, seal_all
+from assay.ledger.group_commit import GroupCommit, GroupCommitStatistics
+
+_SCHEMA: Final[LiteralString] = """
+CREATE SCHEMA IF NOT EXISTS {schema};
+CREATE TABLE IF NOT EXISTS {entries} (
+    seq bigint PRIMARY KEY,
+    timestamp text NOT NULL,
+    kind text NOT NULL,
+    session text,
+    run text,
+    transition text,
+    prev_hash text NOT NULL,
+    hash text NOT NULL,
+    entry text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ledger_entries_session ON {entries} (session);
+CREATE INDEX IF NOT EXISTS ledger_entries_transition ON {entries} (transition);
+CREATE INDEX IF NOT EXISTS ledger_entries_run ON {entries} (run);
+CREATE INDEX IF NOT EXISTS ledger_entries_kind ON {entries} (kind);
+CREATE INDEX IF NOT EXISTS ledger_entries_timestamp ON {entries} (timestamp);
+CREATE TABLE IF NOT EXISTS {checkpoints} (
+    number bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    size bigint NOT NULL,
+    root text NOT NULL,
+    timestamp text NOT NULL,
+    key_id text NOT NULL,
+    signature text NOT NULL
+);
+CREATE OR REPLACE FUNCTION {refuse}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'assay ledger: % is append-only; % refused', TG_TABLE_NAME, TG_OP;
+END
+$$;
+CREATE OR REPLACE FUNCTION {in_order}() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    last_seq bigint;
+    last_hash text;
+BEGIN
+    SELECT seq, hash INTO last_seq, last_hash FROM {entries} ORDER BY seq DESC LIMIT 1;
+    IF NEW.seq IS DISTINCT FROM COALESCE(last_seq, 0) + 1
+       OR NEW.prev_hash IS DISTINCT FROM COALESCE(last_hash, {genesis}) THEN
+        RAISE EXCEPTION 'assay ledger: a new entry must take the next seq (%) and link to '
+            'the last entry''s hash', COALESCE(last_seq, 0) + 1;
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE OR REPLACE TRIGGER ledger_entries_append_only BEFORE UPDATE OR DELETE ON {entries}
+    FOR EACH ROW EXECUTE FUNCTION {refuse}();
+CREATE OR REPLACE TRIGGER ledger_entries_no_truncate BEFORE TRUNCATE ON {entries}
+    FOR EACH STATEMENT EXECUTE FUNCTION {refuse}();
+CREATE OR REPLACE TRIGGER ledger_entries_in_order BEFORE INSERT ON {entries}
+    FOR EACH ROW EXECUTE FUNCTION {in_order}();
+CREATE OR REPLACE TRIGGER ledger_checkpoints_append_only BEFORE UPDATE OR DELETE
+    ON {checkpoints} FOR EACH ROW EXECUTE FUNCTION {refuse}();
+CREATE OR REPLACE TRIGGER ledger_checkpoints_no_truncate BEFORE TRUNCATE ON {checkpoints}
+    FOR EACH STATEMENT EXECUTE FUNCTION {refuse}();
+"""
+
+_ROW_COLUMNS: Final[LiteralString] = (
+    "seq, timestamp, kind, session, run, transition, prev_hash, hash, entry"
+)
+_CHECKPOINT_COLUMNS: Final[LiteralString] = "size, root, timestamp, key_id, signature"
+
+
+def lock_key(schema: str) -> int:
+    """The advisory lock id that serializes appends to the ledger in ``schema``."""
+    digest = hashlib.sha256(f"assay-ledger:{schema}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+class PostgresBackend(LedgerBackend):
+    """A ledger in PostgreSQL tables ``ledger_entries`` and ``ledger_checkpoints``.
+
+    ``schema`` names the PostgreSQL schema that holds them (``public`` by default), so one
+    database can hold several ledgers; it is created, with the tables, when missing.
+    """
+
+    def __init__(self, url: str, *, schema: str = "public") -> None:
+        self._conninfo = url
+        self._url = hide_password(url)
+        self._schema = schema
+        self._lock_key = lock_key(schema)
+        self._entries = sql.Identifier(schema, "ledger_entries")
+        self._checkpoints = sql.Identifier(schema, "ledger_checkpoints")
+        self._read_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._closed = False
+        try:
+            self._reader = psycopg.connect(url, autocommit=True)
+        except psycopg.Error as exc:
+            raise self._error("cannot connect to", exc) from exc
+        try:
+            self._create_schema()
+        except psycopg.Error as exc:
+            self._reader.close()
+            raise self._error("cannot create the ledger schema in", exc) from exc
+        self._writer: psycopg.Connection[Any] | None = None
+        self._group = GroupCommit(self._write, name=self._url)
+
+    @property
+    def url(self) -> str:
+        if self._schema == "public":
+            return self._url
+        return f"{self._url}{'&' if '?' in self._url else '?'}schema={self._schema}"
+
+    @property
+    def schema(self) -> str:
+        """The PostgreSQL schema holding the ledger's tables."""
+        return self._schema
+
+    def statistics(self) -> GroupCommitStatistics:
+        """How this process's appends have been grouped into transactions."""
+        return self._group.statistics()
+
+    def append(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
+        if not drafts:
+            return []
+        return self._group.submit(drafts)
+
+    def read(self, start: int, stop: int) -> list[Entry]:
+        rows = self._fetch(
+            sql.SQL("SELECT seq, entry FROM {} WHERE seq >= %s AND seq < %s ORDER BY seq").format(
+                self._entries
+            ),
+            (start, stop),
+        )
+        return [entry_from_canonical(entry.encode(), seq) for seq, entry in rows]
+
+    def size(self) -> int:
+        ((last,),) = self._fetch(sql.SQL("SELECT MAX(seq) FROM {}").format(self._entries), ())
+        return int(last or 0)
+
+    def select(self, where: EntryFilter) -> list[Entry]:
+        clauses: list[sql.Composable] = [sql.SQL("seq > %s")]
+        parameters: list[Any] = [where.after]
+        for column in ("session", "transition", "run", "kind"):
+            value = getattr(where, column)
+            if value is not None:
+                clauses.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
+                parameters.append(value)
+        if where.since is not None:
+            clauses.append(sql.SQL("timestamp >= %s"))
+            parameters.append(where.since)
+        if where.until is not None:
+            clauses.append(sql.SQL("timestamp < %s"))
+            parameters.append(where.until)
+        parameters.append(where.limit)
+        query = sql.SQL("SELECT seq, entry FROM {} WHERE {} ORDER BY seq LIMIT %s").format(
+            self._entries, sql.SQL(" AND ").join(clauses)
+        )
+        return [
+            entry_from_canonical(entry.encode(), seq)
+            for seq, entry in self._fetch(query, parameters)
+        ]
+
+    def stored_rows(self) -> Iterator[StoredRow]:
+        query = sql.SQL(
+            "SELECT " + _ROW_COLUMNS + " FROM {} WHERE seq > %s ORDER BY seq LIMIT %s"
+        ).format(self._entries)
+        after = -(2**63)
+        while True:
+            rows = self._fetch(query, (after, BATCH))
+            for seq, *columns, entry in rows:
+                yield StoredRow(seq, entry.encode(), dict(zip(COLUMNS, columns, strict=True)))
+            if len(rows) < BATCH:
+                return
+            after = rows[-1][0]
+
+    def add_checkpoint(self, checkpoint: Checkpoint) -> None:
+        query = sql.SQL(
+            "INSERT INTO {} (" + _CHECKPOINT_COLUMNS + ") VALUES (%s, %s, %s, %s, %s)"
+        ).format(self._checkpoints)
+        with self._read_lock:
+            self._check_open()
+            try:
+                self._reader.execute(query, checkpoint_fields(checkpoint))
+            except psycopg.Error as exc:
+                raise self._error("cannot store a checkpoint in", exc) from exc
+
+    def stored_checkpoints(self) -> list[StoredCheckpoint]:
+        rows = self._fetch(
+            sql.SQL("SELECT number, " + _CHECKPOINT_COLUMNS + " FROM {} ORDER BY number").format(
+                self._checkpoints
+            ),
+            (),
+        )
+        return [
+            StoredCheckpoint(number, dict(zip(CHECKPOINT_FIELDS, fields, strict=True)))
+            for number, *fields in rows
+        ]
+
+    def close(self) -> None:
+        with self._read_lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._group.close()
+        with self._write_lock:
+            if self._writer is not None:
+                self._writer.close()
+        with self._read_lock:
+            self._reader.close()
+
+    def _create_schema(self) -> None:
+        exists = self._reader.execute(
+            "SELECT to_regclass(%s) IS NOT NULL AND to_regclass(%s) IS NOT NULL",
+            (
+                self._entries.as_string(self._reader),
+                self._checkpoints.as_string(self._reader),
+            ),
+        ).fetchone()
+        if exists and exists[0]:
+            return
+        with self._reader.transaction():
+            self._reader.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+            self._reader.execute(
+                sql.SQL(_SCHEMA).format(
+                    schema=sql.Identifier(self._schema),
+                    entries=self._entries,
+                    checkpoints=self._checkpoints,
+                    refuse=sql.Identifier(self._schema, "ledger_refuse_change"),
+                    in_order=sql.Identifier(self._schema, "ledger_check_insert"),
+                    genesis=sql.Literal(GENESIS_HASH),
+                )
+            )
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        """The writer's connection, made again if the last one broke."""
+        if self._writer is None or self._writer.closed or self._writer.broken:
+            if self._writer is not None:
+                self._writer.close()
+            self._writer = psycopg.connect(self._conninfo, autocommit=True)
+            # Durable on commit whatever the server's default, so an append is acknowledged
+            # only once it would survive a crash of the server too.
+            self._writer.execute("SET synchronous_commit = on")
+        return self._writer
+
+    def _write(self, drafts: list[EntryDraft]) -> list[Entry]:
+        insert = sql.SQL(
+            "INSERT INTO {} (" + _ROW_COLUMNS + ") VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        ).format(self._entries)
+        head_query = sql.SQL("SELECT seq, hash FROM {} ORDER BY seq DESC LIMIT 1").format(
+            self._entries
+        )
+        with self._write_lock:
+            try:
+                connection = self._connection()
+                with connection.transaction():
+                    connection.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                    head = connection.execute(head_query).fetchone()
+                    entries = seal_all(drafts, *(head or (0, GENESIS_HASH)))
+                    with connection.cursor() as cursor:
+                        cursor.executemany(
+                            insert,
+                            [
+                                (
+                                    *(getattr(entry, name) for name in ("seq", *COLUMNS)),
+                                    entry.canonical.decode(),
+                                )
+                                for entry in entries
+                            ],
+                        )
+            except psycopg.Error as exc:
+                raise self._error("cannot append to", exc) from exc
+        return entries
+
+    def _fetch(self, query: sql.SQL | sql.Composed, parameters: Sequence[Any]) -> list[Any]:
+        """Run a read; once more on a new connection if the old one broke (a read repeats
+        safely, unlike an append, whose commit may have happened)."""
+        with self._read_lock:
+            self._check_open()
+            try:
+                return self._read(query, parameters)
+            except psycopg.Error as exc:
+                if not self._reader.broken:
+                    raise self._error("cannot read", exc) from exc
+            try:
+                return self._read(query, parameters)
+            except psycopg.Error as exc:
+                raise self._error("cannot read", exc) from exc
+
+    def _read(self, query: sql.SQL | sql.Composed, parameters: Sequence[Any]) -> list[Any]:
+        if self._reader.broken:  # the server restarted, or the network dropped
+            self._reader.close()
+            self._reader = psycopg.connect(self._conninfo, autocommit=True)
+        return list(self._reader.execute(query, parameters).fetchall())
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LedgerError(f"the ledger {self.url} is closed; open it again", url=self._url)
+
+    def _error(self, doing: str, exc: psycopg.Error) -> LedgerError:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return LedgerError(f"{doing} the PostgreSQL ledger {self.url}: {reason}", url=self._url)

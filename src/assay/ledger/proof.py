@@ -1,0 +1,76 @@
+"""Proofs a ledger hands out: one entry is in the tree, and one tree head extends another.
+
+Both carry everything a verifier needs, as hex, and check themselves with the RFC 9162
+algorithms of ``merkle``: ``verify`` returns ``None`` or raises ``ProofError``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from assay.errors import ProofError
+from assay.ledger.entry import Entry
+from assay.ledger.merkle import verify_consistency, verify_inclusion
+
+
+@dataclass(frozen=True, slots=True)
+class TreeHead:
+    """The ledger's Merkle tree at ``size`` entries: its ``root`` as lowercase hex."""
+
+    size: int
+    root: str
+
+
+@dataclass(frozen=True, slots=True)
+class InclusionProof:
+    """Entry ``seq``, whose Merkle leaf hash is ``leaf_hash``, is in the tree of ``size``."""
+
+    seq: int
+    size: int
+    leaf_hash: str
+    root: str
+    path: tuple[str, ...]
+
+    def verify(self, entry: Entry | None = None) -> None:
+        """Check the path leads from the leaf to ``root``, and that ``entry`` is that leaf."""
+        if entry is not None and (entry.seq, entry.leaf_hash.hex()) != (self.seq, self.leaf_hash):
+            raise ProofError(
+                f"the proof is for entry {self.seq} with leaf hash {self.leaf_hash}, not for "
+                f"entry {entry.seq} with leaf hash {entry.leaf_hash.hex()}",
+                parameter="entry",
+            )
+        verify_inclusion(
+            _bytes(self.leaf_hash, "leaf_hash"),
+            self.seq - 1,
+            self.size,
+            [_bytes(element, "path") for element in self.path],
+            _bytes(self.root, "root"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsistencyProof:
+    """The tree of ``old_size`` entries with ``old_root`` is a prefix of the newer one."""
+
+    old_size: int
+    old_root: str
+    new_size: int
+    new_root: str
+    path: tuple[str, ...]
+
+    def verify(self) -> None:
+        """Check the proof with RFC 9162's algorithm."""
+        verify_consistency(
+            self.old_size,
+            self.new_size,
+            _bytes(self.old_root, "old_root"),
+            _bytes(self.new_root, "new_root"),
+            [_bytes(element, "path") for element in self.path],
+        )
+
+
+def _bytes(text: str, parameter: str) -> bytes:
+    try:
+        return bytes.fromhex(text)
+    except ValueError:
+        raise ProofError(f"{parameter} must be hex, not {text!r}", parameter=parameter) from None

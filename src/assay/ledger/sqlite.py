@@ -1,0 +1,281 @@
+"""The SQLite backend, assay's embedded default: one file, WAL, durable group commits.
+
+Appends go through ``GroupCommit``: whoever is writing commits everything waiting in one
+``BEGIN IMMEDIATE`` transaction, reading the head inside it, so several processes may share
+the file and still get one chain. ``synchronous=FULL`` makes each commit durable before any
+appender is answered. The database itself refuses an UPDATE or DELETE of an entry or a
+checkpoint, and an insert that does not take the next seq and link to the last hash.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from assay.errors import LedgerError
+from assay.ledger.backend import (
+    BATCH,
+    CHECKPOINT_FIELDS,
+    COLUMNS,
+    EntryFilter,
+    LedgerBackend,
+    StoredCheckpoint,
+    StoredRow,
+    checkpoint_fields,
+)
+from assay.ledger.checkpoint import Checkpoint
+from assay.ledger.entry import GENESIS_HASH, Entry, EntryDraft, entry_from_canonical, seal_all
+from assay.ledger.group_commit import GroupCommit, GroupCommitStatistics
+
+_APPEND_ONLY: Final = "assay ledger: {table} is append-only; {operation} refused"
+
+SCHEMA: Final = f"""
+CREATE TABLE IF NOT EXISTS ledger_entries (
+    seq INTEGER PRIMARY KEY,
+    timestamp TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    session TEXT,
+    run TEXT,
+    transition TEXT,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    entry TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ledger_entries_session ON ledger_entries (session);
+CREATE INDEX IF NOT EXISTS ledger_entries_transition ON ledger_entries (transition);
+CREATE INDEX IF NOT EXISTS ledger_entries_run ON ledger_entries (run);
+CREATE INDEX IF NOT EXISTS ledger_entries_kind ON ledger_entries (kind);
+CREATE INDEX IF NOT EXISTS ledger_entries_timestamp ON ledger_entries (timestamp);
+CREATE TRIGGER IF NOT EXISTS ledger_entries_no_update BEFORE UPDATE ON ledger_entries
+BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY.format(table="ledger_entries", operation="UPDATE")}');
+END;
+CREATE TRIGGER IF NOT EXISTS ledger_entries_no_delete BEFORE DELETE ON ledger_entries
+BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY.format(table="ledger_entries", operation="DELETE")}');
+END;
+CREATE TRIGGER IF NOT EXISTS ledger_entries_in_order BEFORE INSERT ON ledger_entries
+WHEN NEW.seq IS NOT (SELECT COALESCE(MAX(seq), 0) + 1 FROM ledger_entries)
+  OR NEW.prev_hash IS NOT COALESCE(
+      (SELECT hash FROM ledger_entries ORDER BY seq DESC LIMIT 1), '{GENESIS_HASH}')
+BEGIN SELECT RAISE(ABORT,
+    'assay ledger: a new entry must take the next seq and link to the last entry''s hash');
+END;
+CREATE TABLE IF NOT EXISTS ledger_checkpoints (
+    number INTEGER PRIMARY KEY,
+    size INTEGER NOT NULL,
+    root TEXT NOT NULL,
+    timestamp TEXT NOT NULL,
+    key_id TEXT NOT NULL,
+    signature TEXT NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS ledger_checkpoints_no_update BEFORE UPDATE ON ledger_checkpoints
+BEGIN SELECT RAISE(ABORT,
+    '{_APPEND_ONLY.format(table="ledger_checkpoints", operation="UPDATE")}');
+END;
+CREATE TRIGGER IF NOT EXISTS ledger_checkpoints_no_delete BEFORE DELETE ON ledger_checkpoints
+BEGIN SELECT RAISE(ABORT,
+    '{_APPEND_ONLY.format(table="ledger_checkpoints", operation="DELETE")}');
+END;
+"""
+
+_ROW_COLUMNS: Final = ", ".join(("seq", *COLUMNS, "entry"))
+_INSERT: Final = f"INSERT INTO ledger_entries ({_ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_HEAD: Final = "SELECT seq, hash FROM ledger_entries ORDER BY seq DESC LIMIT 1"
+
+
+def _text(data: bytes) -> str:
+    # Keeps bytes that are not UTF-8 (a tampered row) visible instead of failing the read.
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _as_bytes(value: object) -> bytes:
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogateescape")
+    if isinstance(value, bytes):
+        return value
+    return repr(value).encode()
+
+
+class SQLiteBackend(LedgerBackend):
+    """A ledger in one SQLite file, created with its schema if missing.
+
+    ``busy_timeout`` bounds how long a write waits for another process holding the file's
+    write lock before the append fails.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 60.0) -> None:
+        self._path = Path(path)
+        self._url = f"sqlite:///{self._path}"
+        self._busy_timeout = busy_timeout
+        self._read_lock = threading.Lock()
+        self._closed = False
+        try:
+            self._reader = self._connect()
+        except sqlite3.Error as exc:
+            raise self._error("cannot open", exc) from exc
+        try:
+            self._reader.executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;")
+            self._writer = self._connect()
+        except sqlite3.Error as exc:
+            self._reader.close()
+            raise self._error("cannot create the ledger schema in", exc) from exc
+        self._reader.text_factory = _text
+        self._group = GroupCommit(self._write, name=self._url)
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    @property
+    def path(self) -> Path:
+        """The database file."""
+        return self._path
+
+    def statistics(self) -> GroupCommitStatistics:
+        """How appends have been grouped into commits."""
+        return self._group.statistics()
+
+    def append(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
+        if not drafts:
+            return []
+        return self._group.submit(drafts)
+
+    def read(self, start: int, stop: int) -> list[Entry]:
+        rows = self._fetch(
+            "SELECT seq, entry FROM ledger_entries WHERE seq >= ? AND seq < ? ORDER BY seq",
+            (start, stop),
+        )
+        return [entry_from_canonical(_as_bytes(entry), seq) for seq, entry in rows]
+
+    def size(self) -> int:
+        ((last,),) = self._fetch("SELECT MAX(seq) FROM ledger_entries", ())
+        return int(last or 0)
+
+    def select(self, where: EntryFilter) -> list[Entry]:
+        clauses = ["seq > ?"]
+        parameters: list[Any] = [where.after]
+        for column in ("session", "transition", "run", "kind"):
+            value = getattr(where, column)
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                parameters.append(value)
+        if where.since is not None:
+            clauses.append("timestamp >= ?")
+            parameters.append(where.since)
+        if where.until is not None:
+            clauses.append("timestamp < ?")
+            parameters.append(where.until)
+        parameters.append(-1 if where.limit is None else where.limit)
+        rows = self._fetch(
+            f"SELECT seq, entry FROM ledger_entries WHERE {' AND '.join(clauses)} "
+            "ORDER BY seq LIMIT ?",
+            parameters,
+        )
+        return [entry_from_canonical(_as_bytes(entry), seq) for seq, entry in rows]
+
+    def stored_rows(self) -> Iterator[StoredRow]:
+        after = -(2**63)
+        while True:
+            rows = self._fetch(
+                f"SELECT {_ROW_COLUMNS} FROM ledger_entries WHERE seq > ? ORDER BY seq LIMIT ?",
+                (after, BATCH),
+            )
+            for seq, *columns, entry in rows:
+                yield StoredRow(seq, _as_bytes(entry), dict(zip(COLUMNS, columns, strict=True)))
+            if len(rows) < BATCH:
+                return
+            after = rows[-1][0]
+
+    def add_checkpoint(self, checkpoint: Checkpoint) -> None:
+        with self._read_lock:
+            self._check_open()
+            try:
+                self._reader.execute(
+                    f"INSERT INTO ledger_checkpoints ({', '.join(CHECKPOINT_FIELDS)}) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    checkpoint_fields(checkpoint),
+                )
+            except sqlite3.Error as exc:
+                raise self._error("cannot store a checkpoint in", exc) from exc
+
+    def stored_checkpoints(self) -> list[StoredCheckpoint]:
+        rows = self._fetch(
+            f"SELECT number, {', '.join(CHECKPOINT_FIELDS)} FROM ledger_checkpoints "
+            "ORDER BY number",
+            (),
+        )
+        return [
+            StoredCheckpoint(number, dict(zip(CHECKPOINT_FIELDS, fields, strict=True)))
+            for number, *fields in rows
+        ]
+
+    def close(self) -> None:
+        with self._read_lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._group.close()
+        self._writer.close()
+        with self._read_lock:
+            self._reader.close()
+
+    def _connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(
+            self._path,
+            timeout=self._busy_timeout,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        try:
+            (mode,) = connection.execute("PRAGMA journal_mode=WAL").fetchone()
+            if mode != "wal":
+                raise sqlite3.OperationalError(f"journal_mode is {mode}, and WAL is needed")
+            connection.execute("PRAGMA synchronous=FULL")
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    def _write(self, drafts: list[EntryDraft]) -> list[Entry]:
+        connection = self._writer
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            head = connection.execute(_HEAD).fetchone()
+            entries = seal_all(drafts, *(head or (0, GENESIS_HASH)))
+            connection.executemany(
+                _INSERT,
+                [
+                    (
+                        *(getattr(entry, name) for name in ("seq", *COLUMNS)),
+                        entry.canonical.decode(),
+                    )
+                    for entry in entries
+                ],
+            )
+            connection.execute("COMMIT")
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
+        return entries
+
+    def _fetch(self, sql: str, parameters: Sequence[Any]) -> list[Any]:
+        with self._read_lock:
+            self._check_open()
+            try:
+                return self._reader.execute(sql, parameters).fetchall()
+            except sqlite3.Error as exc:
+                raise self._error("cannot read", exc) from exc
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LedgerError(f"the ledger {self._url} is closed; open it again", url=self._url)
+
+    def _error(self, doing: str, exc: sqlite3.Error) -> LedgerError:
+        hint = ""
+        if "unable to open" in str(exc):
+            hint = "; check that the directory exists and is writable"
+        return LedgerError(f"{doing} the SQLite ledger {self._url}: {exc}{hint}", url=self._url)

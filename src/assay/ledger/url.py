@@ -1,0 +1,80 @@
+"""Opening a ledger by URL: ``sqlite:///path.db``, ``postgresql://...`` or ``memory:``."""
+
+from __future__ import annotations
+
+from typing import Final
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from assay.clock import SYSTEM_CLOCK, Clock
+from assay.errors import LedgerError
+from assay.ledger.backend import LedgerBackend, hide_password
+from assay.ledger.ledger import Ledger
+from assay.redaction import Redaction
+
+DEFAULT_URL: Final = "sqlite:///assay.db"
+"""The embedded default: ``assay.db`` in the working directory."""
+
+ACCEPTED: Final = (
+    "sqlite:///relative/path.db",
+    "sqlite:////absolute/path.db",
+    "sqlite: (for ./assay.db)",
+    "postgresql://user:password@host:5432/database[?schema=name]",
+    "memory:",
+)
+
+
+def open_backend(url: str = DEFAULT_URL) -> LedgerBackend:
+    """The backend ``url`` names; ``LedgerError`` listing the accepted forms otherwise."""
+    scheme, _, rest = url.partition(":")
+    scheme = scheme.lower()
+    if scheme == "memory" and rest in ("", "//"):
+        from assay.ledger.memory import MemoryBackend
+
+        return MemoryBackend()
+    if scheme == "sqlite":
+        return _sqlite(url, rest)
+    if scheme in ("postgresql", "postgres") and rest.startswith("//"):
+        return _postgres(url)
+    raise _unaccepted(url, "unknown kind of ledger")
+
+
+def open_ledger(
+    url: str = DEFAULT_URL,
+    *,
+    redaction: Redaction | None = None,
+    clock: Clock = SYSTEM_CLOCK,
+) -> Ledger:
+    """A ``Ledger`` on the backend ``url`` names (see ``open_backend``)."""
+    return Ledger(open_backend(url), redaction=redaction, clock=clock)
+
+
+def _sqlite(url: str, rest: str) -> LedgerBackend:
+    from assay.ledger.sqlite import SQLiteBackend
+
+    if rest in ("", "//", "///"):
+        return SQLiteBackend("assay.db")
+    if not rest.startswith("///") or "?" in rest or "#" in rest:
+        raise _unaccepted(url, "a SQLite URL is sqlite:/// followed by the file's path")
+    return SQLiteBackend(rest[3:])
+
+
+def _postgres(url: str) -> LedgerBackend:
+    from assay.ledger.postgres import PostgresBackend
+
+    parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    schemas = [value for key, value in pairs if key == "schema"]
+    if len(schemas) > 1 or (schemas and not schemas[0]):
+        raise _unaccepted(url, "give at most one non-empty schema parameter")
+    others = urlencode([(key, value) for key, value in pairs if key != "schema"])
+    conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, others, parts.fragment))
+    return PostgresBackend(conninfo, schema=schemas[0] if schemas else "public")
+
+
+def _unaccepted(url: str, reason: str) -> LedgerError:
+    shown = hide_password(url)
+    return LedgerError(
+        f"cannot open a ledger at {shown!r}: {reason}; the accepted forms are "
+        + ", ".join(ACCEPTED),
+        url=shown,
+    )

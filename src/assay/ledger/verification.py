@@ -1,0 +1,259 @@
+"""Re-checking a ledger from what is stored, trusting nothing: ``assay ledger verify``.
+
+``verify_ledger`` reads every stored row and checkpoint and checks that the seqs run 1, 2, 3
+with no gap, each entry is exactly the canonical JSON of a well-formed entry whose hash
+recomputes, each column agrees with the entry, each ``prev_hash`` is the previous hash, and
+every checkpoint is well formed, covers no more entries than are stored, holds the Merkle
+root of the entries it covers and (given the public key) carries a valid signature. The
+report names the first thing that is wrong. ``export_jsonl`` writes a ledger as JSON lines
+and ``verify_jsonl`` runs the same checks on such a file, offline.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import IO
+
+import rfc8785
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from assay.errors import CheckpointError, LedgerIntegrityError
+from assay.ledger.backend import LedgerBackend, StoredCheckpoint, StoredRow
+from assay.ledger.checkpoint import load_public_key, verify_checkpoint
+from assay.ledger.entry import GENESIS_HASH, parse_entry
+from assay.ledger.merkle import MerkleTree
+
+PublicKey = Ed25519PublicKey | bytes | str
+"""An Ed25519 public key, or its PEM text."""
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerProblem:
+    """The first thing found wrong: entry ``seq`` and/or checkpoint number ``checkpoint``,
+    the ``field`` at fault, and ``reason``, what was wrong."""
+
+    seq: int | None
+    field: str | None
+    reason: str
+    checkpoint: int | None = None
+
+    def __str__(self) -> str:
+        if self.checkpoint is not None and self.seq is None:
+            return f"checkpoint {self.checkpoint}: {self.reason}"
+        return f"entry {self.seq}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerReport:
+    """What ``verify_ledger`` found in the ledger at ``source``.
+
+    ``size`` entries and ``checkpoints`` checkpoints verified before the first ``problem``
+    (``None`` when all did); ``root`` is the Merkle root of those entries, ``signatures``
+    how many checkpoint signatures were checked (none without a public key).
+    """
+
+    source: str
+    size: int
+    root: str
+    checkpoints: int
+    signatures: int
+    problem: LedgerProblem | None
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing was wrong."""
+        return self.problem is None
+
+    def describe(self) -> str:
+        """One line for a person."""
+        if self.problem is not None:
+            return f"{self.source}: {self.problem} (the {self.size} entries before it verify)"
+        signed = (
+            f"{self.signatures} signatures valid"
+            if self.signatures
+            else "signatures not checked: no public key given"
+        )
+        return (
+            f"{self.source}: {self.size} entries verify: seq gapless, hashes and chain intact, "
+            f"Merkle root {self.root}; {self.checkpoints} checkpoints match ({signed})"
+        )
+
+    def check(self) -> None:
+        """Raise ``LedgerIntegrityError`` describing the problem, if there is one."""
+        if self.problem is not None:
+            raise LedgerIntegrityError(
+                self.describe(),
+                seq=self.problem.seq,
+                reason=self.problem.reason,
+                field=self.problem.field,
+                checkpoint=self.problem.checkpoint,
+            )
+
+
+def verify_ledger(backend: LedgerBackend, public_key: PublicKey | None = None) -> LedgerReport:
+    """Re-read and re-check everything ``backend`` stores; see the module's docstring."""
+    return _verify(backend.url, backend.stored_rows(), backend.stored_checkpoints, _key(public_key))
+
+
+def export_jsonl(backend: LedgerBackend, file: IO[str]) -> int:
+    """Write every entry's canonical JSON, one per line, then each checkpoint as a line
+    ``{"checkpoint": {...}}``; return how many entries were written."""
+    count = 0
+    for entry in backend.iterate():
+        file.write(entry.canonical.decode())
+        file.write("\n")
+        count += 1
+    for checkpoint in backend.checkpoints():
+        line = rfc8785.dumps({"checkpoint": checkpoint.model_dump()})
+        file.write(line.decode())
+        file.write("\n")
+    return count
+
+
+def verify_jsonl(
+    lines: Iterable[str], public_key: PublicKey | None = None, *, source: str = "export"
+) -> LedgerReport:
+    """Check an ``export_jsonl`` file (any iterable of its lines) as ``verify_ledger`` does.
+
+    Each entry line must be exactly the entry's canonical JSON, at the line position of its
+    seq among the entry lines.
+    """
+    rows: list[StoredRow] = []
+    checkpoints: list[StoredCheckpoint] = []
+    for line in lines:
+        text = line.removesuffix("\n")
+        fields = _checkpoint_line(text)
+        if fields is not None:
+            checkpoints.append(StoredCheckpoint(len(checkpoints) + 1, fields))
+        elif text:
+            rows.append(StoredRow(len(rows) + 1, text.encode("utf-8", "surrogateescape"), {}))
+    return _verify(source, rows, lambda: checkpoints, _key(public_key))
+
+
+def _checkpoint_line(text: str) -> dict[str, object] | None:
+    if not text.startswith('{"checkpoint":'):
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    fields = data.get("checkpoint") if isinstance(data, dict) else None
+    return dict(fields) if isinstance(fields, dict) else {}
+
+
+def _key(public_key: PublicKey | None) -> Ed25519PublicKey | None:
+    if public_key is None or isinstance(public_key, Ed25519PublicKey):
+        return public_key
+    return load_public_key(public_key)
+
+
+class _FirstProblemError(Exception):
+    def __init__(self, problem: LedgerProblem) -> None:
+        self.problem = problem
+
+
+def _verify(
+    source: str,
+    rows: Iterable[StoredRow],
+    stored_checkpoints: Callable[[], Iterable[StoredCheckpoint]],
+    public_key: Ed25519PublicKey | None,
+) -> LedgerReport:
+    # Checkpoints first: one stored while the rows are read would cover entries not read.
+    checkpoints = list(stored_checkpoints())
+    tree = MerkleTree()
+    checked = signatures = 0
+    try:
+        _check_entries(rows, tree)
+        for stored in checkpoints:
+            signatures += _check_checkpoint(stored, tree, public_key)
+            checked += 1
+        problem = None
+    except _FirstProblemError as found:
+        problem = found.problem
+    return LedgerReport(source, tree.size, tree.root().hex(), checked, signatures, problem)
+
+
+def _check_entries(rows: Iterable[StoredRow], tree: MerkleTree) -> None:
+    previous = GENESIS_HASH
+    for expected, row in enumerate(rows, start=1):
+        if row.seq != expected:
+            raise _FirstProblemError(
+                LedgerProblem(
+                    expected,
+                    "seq",
+                    f"entry {expected} is missing: the next stored entry has seq {row.seq!r}",
+                )
+            )
+        try:
+            entry = parse_entry(row.entry, expected)
+        except LedgerIntegrityError as error:
+            raise _FirstProblemError(LedgerProblem(expected, error.field, error.reason)) from None
+        if entry.seq != expected:
+            raise _FirstProblemError(
+                LedgerProblem(
+                    expected, "seq", f"stored as entry {expected} but says seq {entry.seq}"
+                )
+            )
+        for column, stored in row.columns.items():
+            if stored != getattr(entry, column):
+                raise _FirstProblemError(
+                    LedgerProblem(
+                        expected,
+                        column,
+                        f"the {column} column holds {stored!r}, but the entry says "
+                        f"{getattr(entry, column)!r}",
+                    )
+                )
+        if entry.prev_hash != previous:
+            raise _FirstProblemError(
+                LedgerProblem(
+                    expected,
+                    "prev_hash",
+                    f"prev_hash {entry.prev_hash} does not link to entry {expected - 1}, "
+                    f"whose hash is {previous}",
+                )
+            )
+        tree.append(entry.leaf_hash)
+        previous = entry.hash
+
+
+def _check_checkpoint(
+    stored: StoredCheckpoint, tree: MerkleTree, public_key: Ed25519PublicKey | None
+) -> int:
+    """Check one checkpoint against the verified tree; 1 when its signature was checked."""
+    number = stored.number
+    try:
+        checkpoint = stored.checkpoint()
+    except CheckpointError as error:
+        raise _FirstProblemError(LedgerProblem(None, error.field, str(error), number)) from None
+    if checkpoint.size > tree.size:
+        missing = tree.size + 1
+        raise _FirstProblemError(
+            LedgerProblem(
+                missing,
+                "seq",
+                f"entry {missing} is missing: checkpoint {number} covers {checkpoint.size} "
+                f"entries, but only {tree.size} are stored",
+                number,
+            )
+        )
+    root = tree.root(checkpoint.size).hex()
+    if checkpoint.root != root:
+        raise _FirstProblemError(
+            LedgerProblem(
+                None,
+                "root",
+                f"signed root {checkpoint.root} for {checkpoint.size} entries, but the stored "
+                f"entries give {root}",
+                number,
+            )
+        )
+    if public_key is None:
+        return 0
+    try:
+        verify_checkpoint(checkpoint, public_key)
+    except CheckpointError as error:
+        raise _FirstProblemError(LedgerProblem(None, error.field, str(error), number)) from None
+    return 1

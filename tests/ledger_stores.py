@@ -1,0 +1,125 @@
+"""The three ledger backends as test subjects: a fresh, empty ledger of each kind, and its
+database opened directly, around the backend, for what a backend would never do."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from assay.ledger import LedgerBackend, MemoryBackend, SQLiteBackend
+from assay.ledger.entry import EntryDraft
+from assay.ledger.postgres import PostgresBackend, lock_key
+
+KINDS = ("memory", "sqlite", "postgres")
+TIMESTAMP = "2026-01-01T00:00:{:02d}.000000Z"
+
+
+def draft(
+    kind: str = "fire",
+    body: Any = None,
+    *,
+    second: int = 0,
+    session: str | None = None,
+    run: str | None = None,
+    transition: str | None = None,
+) -> EntryDraft:
+    """A draft stamped at ``second`` past midnight on 2026-01-01."""
+    return EntryDraft(
+        kind=kind,
+        timestamp=TIMESTAMP.format(second),
+        body={} if body is None else body,
+        session=session,
+        run=run,
+        transition=transition,
+    )
+
+
+class Store:
+    """Where one test's ledger lives; ``open`` gives another backend on the same ledger."""
+
+    def __init__(self, kind: str, tmp_path: Path, postgres_url: str | None) -> None:
+        self.kind = kind
+        self.path = tmp_path / "ledger.db"
+        self.postgres_url = postgres_url
+        self.schema = f"t_{uuid.uuid4().hex[:16]}"
+        self._memory = MemoryBackend()
+        self._opened: list[LedgerBackend] = []
+
+    @property
+    def url(self) -> str:
+        if self.kind == "memory":
+            return "memory:"
+        if self.kind == "sqlite":
+            return f"sqlite:///{self.path}"
+        return f"{self.postgres_url}?schema={self.schema}"
+
+    def open(self) -> LedgerBackend:
+        backend: LedgerBackend
+        if self.kind == "memory":
+            backend = self._memory
+        elif self.kind == "sqlite":
+            backend = SQLiteBackend(self.path)
+        else:
+            assert self.postgres_url is not None
+            backend = PostgresBackend(self.postgres_url, schema=self.schema)
+        self._opened.append(backend)
+        return backend
+
+    def close(self) -> None:
+        for backend in self._opened:
+            backend.close()
+
+    def execute(self, statement: str, parameters: tuple[Any, ...] = ()) -> None:
+        """Run SQL on the ledger's database directly, as someone with database access could.
+
+        ``{entries}`` and ``{checkpoints}`` name the tables; SQLite uses ``?`` parameters
+        and PostgreSQL ``%s``.
+        """
+        if self.kind == "sqlite":
+            with closing_sqlite(self.path) as connection:
+                connection.execute(
+                    statement.format(entries="ledger_entries", checkpoints="ledger_checkpoints"),
+                    parameters,
+                )
+        else:
+            assert self.postgres_url is not None
+            with psycopg.connect(self.postgres_url, autocommit=True) as connection:
+                connection.execute(
+                    statement.format(
+                        entries=f"{self.schema}.ledger_entries",
+                        checkpoints=f"{self.schema}.ledger_checkpoints",
+                    ),
+                    parameters,
+                )
+
+    @contextmanager
+    def writer_lock_held(self) -> Iterator[None]:
+        """Hold the lock every appender must take, from outside, until the block ends."""
+        if self.kind == "sqlite":
+            with closing_sqlite(self.path) as connection:
+                connection.execute("BEGIN IMMEDIATE")
+                yield
+                connection.execute("COMMIT")
+        else:
+            assert self.postgres_url is not None
+            with (
+                psycopg.connect(self.postgres_url, autocommit=True) as holder,
+                holder.transaction(),
+            ):
+                holder.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(self.schema),))
+                yield
+
+
+@contextmanager
+def closing_sqlite(path: Path) -> Iterator[sqlite3.Connection]:
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        yield connection
+    finally:
+        connection.close()

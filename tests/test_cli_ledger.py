@@ -1,0 +1,87 @@
+"""``assay ledger ...`` and ``assay example --ledger``, run as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "assay", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=cwd,
+    )
+
+
+@pytest.fixture
+def ledger_url(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'evidence.db'}"
+    result = run("example", "already-true", "--ledger", url)
+    assert result.returncode == 0, result.stderr
+    return url
+
+
+def test_the_example_writes_fires_and_settlements_that_verify(ledger_url: str) -> None:
+    result = run("ledger", "verify", "--ledger", ledger_url)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"OK {ledger_url}: 5 entries, chain and Merkle tree verified")
+    exported = run("ledger", "export", "--ledger", ledger_url)
+    entries = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert [(e["seq"], e["kind"], e["transition"]) for e in entries] == [
+        (1, "fire", "workspace.open-billing#1"),
+        (2, "settlement", "workspace.open-billing#1"),
+        (3, "fire", "workspace.open-billing#1"),
+        (4, "settlement", "workspace.open-billing#1"),
+        (5, "fire", "workspace.open-billing-writes-only#1"),
+    ]
+    assert entries[0]["body"]["already_true"][0]["key"] == "view.domain"
+    assert entries[1]["body"]["answer"] == "unobservable"
+    assert entries[3]["body"]["answer"] == "worked"
+    assert exported.stderr == "exported 5 entries\n"
+
+
+def test_verify_names_the_first_bad_entry_after_tampering(ledger_url: str) -> None:
+    path = ledger_url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as connection:
+        triggers = connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger'"
+        ).fetchall()
+        for (name,) in triggers:
+            connection.execute(f'DROP TRIGGER "{name}"')
+        columns = [row[1] for row in connection.execute("PRAGMA table_info(ledger_entries)")]
+        assert "kind" in columns
+        connection.execute("UPDATE ledger_entries SET kind = 'commit' WHERE seq = 3")
+    result = run("ledger", "verify", "--ledger", ledger_url)
+    assert result.returncode == 1
+    assert result.stdout.startswith(f"FAILED {ledger_url}: entry 3: ")
+    assert "2 entries verified before it" in result.stdout
+
+
+def test_show_prove_and_tail(ledger_url: str) -> None:
+    shown = run("ledger", "show", "2", "--ledger", ledger_url)
+    assert shown.returncode == 0
+    assert json.loads(shown.stdout)["kind"] == "settlement"
+    proof = json.loads(run("ledger", "prove", "2", "--ledger", ledger_url).stdout)
+    assert (proof["seq"], proof["size"]) == (2, 5)
+    assert len(proof["path"]) == 3
+    tail = run("ledger", "tail", "-n", "2", "--ledger", ledger_url)
+    assert [json.loads(line)["seq"] for line in tail.stdout.splitlines()] == [4, 5]
+
+
+def test_missing_entry_and_bad_url_exit_2(ledger_url: str) -> None:
+    missing = run("ledger", "show", "99", "--ledger", ledger_url)
+    assert missing.returncode == 2
+    assert missing.stderr == "assay ledger: error: there is no entry 99\n"
+    bad = run("ledger", "verify", "--ledger", "ftp://example/ledger")
+    assert bad.returncode == 2
+    assert "Traceback" not in bad.stderr
+    assert bad.stderr.startswith("assay ledger: error: ")

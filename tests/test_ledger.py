@@ -1,0 +1,528 @@
+"""The Ledger facade, entries, proofs, offline export, and opening a ledger by URL."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import json
+import sqlite3
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import rfc8785
+from hypothesis import given
+from hypothesis import strategies as st
+
+from assay.clock import VirtualClock
+from assay.errors import (
+    LedgerEntryError,
+    LedgerError,
+    LedgerIntegrityError,
+    ProofError,
+)
+from assay.ledger import (
+    GENESIS_HASH,
+    EntryDraft,
+    Ledger,
+    MemoryBackend,
+    SigningKey,
+    SQLiteBackend,
+    export_jsonl,
+    group_commit,
+    open_backend,
+    open_ledger,
+    verify_jsonl,
+    verify_ledger,
+)
+from assay.ledger.entry import parse_entry, seal, seal_all
+from assay.ledger.group_commit import GroupCommit, GroupCommitStatistics
+from assay.ledger.merkle import MerkleTree, leaf_hash
+from assay.ledger.postgres import PostgresBackend
+from assay.redaction import Redaction
+from ledger_stores import draft
+from strategies import json_values
+
+START = datetime(2026, 7, 23, 16, 49, 52, 123456, tzinfo=UTC)
+
+
+def memory_ledger(**options: Any) -> Ledger:
+    return Ledger(MemoryBackend(), clock=VirtualClock(wall_start=START), **options)
+
+
+ids = st.none() | st.text(max_size=12)
+
+
+@given(body=json_values, session=ids, run=ids, transition=ids, seq=st.integers(1, 2**53 - 1))
+def test_a_sealed_entry_is_its_rfc8785_form_and_parses_back(
+    body: Any, session: str | None, run: str | None, transition: str | None, seq: int
+) -> None:
+    try:
+        entry_draft = EntryDraft(
+            "verdict", "2026-01-01T00:00:00.000000Z", body, session, run, transition
+        )
+    except LedgerEntryError:
+        return  # a value RFC 8785 cannot carry (a lone surrogate, an integer beyond 2**53)
+    entry = seal(entry_draft, seq, "ab" * 32)
+    assert entry.canonical == rfc8785.dumps(entry.to_dict())
+    without_hash = {key: value for key, value in entry.to_dict().items() if key != "hash"}
+    assert entry.hash == hashlib.sha256(rfc8785.dumps(without_hash)).hexdigest()
+    assert parse_entry(entry.canonical, seq) == entry
+    assert entry.leaf_hash == leaf_hash(entry.canonical)
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "message"),
+    [
+        (
+            {"kind": "explosion"},
+            "kind",
+            "kind must be one of checkpoint, commit, escalation, fire, park, refusal, resume, "
+            "settlement, verdict, not 'explosion'",
+        ),
+        (
+            {"timestamp": "2026-01-01 00:00"},
+            "timestamp",
+            "timestamp must be RFC 3339 UTC text like 2026-01-01T00:00:00.000000Z "
+            "(see format_timestamp), not '2026-01-01 00:00'",
+        ),
+        ({"session": 7}, "session", "session must be a string or None, not int"),
+        (
+            {"run": "\ud800"},
+            "run",
+            "run '\\ud800' is not valid Unicode text (it holds a lone surrogate)",
+        ),
+        (
+            {"body": {"n": float("nan")}},
+            "body",
+            "body cannot be written as RFC 8785 JSON: nan is not representable in JCS; use JSON "
+            "values only (objects with string keys, arrays, strings, finite numbers, integers "
+            "within ±2**53, booleans, null)",
+        ),
+        (
+            {"body": {1: "one"}},
+            "body",
+            "body cannot be written as RFC 8785 JSON: object keys must be strings; use JSON "
+            "values only (objects with string keys, arrays, strings, finite numbers, integers "
+            "within ±2**53, booleans, null)",
+        ),
+    ],
+)
+def test_a_malformed_entry_is_refused_naming_its_field(
+    changes: dict[str, Any], field: str, message: str
+) -> None:
+    fields: dict[str, Any] = {
+        "kind": "fire",
+        "timestamp": "2026-01-01T00:00:00.000000Z",
+        "body": {},
+        **changes,
+    }
+    with pytest.raises(LedgerEntryError) as caught:
+        EntryDraft(**fields)
+    assert (caught.value.field, str(caught.value)) == (field, message)
+
+
+def test_a_draft_keeps_no_reference_to_the_callers_body() -> None:
+    body = {"items": [1, 2]}
+    made = draft(body=body)
+    body["items"].append(3)
+    assert made.body == {"items": [1, 2]}
+
+
+def test_append_stamps_the_clocks_wall_time_and_redacts_the_body() -> None:
+    ledger = memory_ledger(redaction=Redaction(["card", "user.password", "items.*.secret"]))
+    entry = ledger.append(
+        "fire",
+        {
+            "card": "4111 1111 1111 1111",
+            "user": {"name": "ada", "password": "hunter2"},
+            "items": [{"secret": 1, "sku": "a"}, {"secret": 2}],
+        },
+        session="s1",
+        transition="checkout.pay#1",
+        run="r1",
+    )
+    assert entry.timestamp == "2026-07-23T16:49:52.123456Z"
+    assert entry.body == {
+        "card": "[redacted]",
+        "user": {"name": "ada", "password": "[redacted]"},
+        "items": [{"secret": "[redacted]", "sku": "a"}, {"secret": "[redacted]"}],
+    }
+    assert (entry.session, entry.transition, entry.run) == ("s1", "checkout.pay#1", "r1")
+    assert b"hunter2" not in entry.canonical
+
+
+def test_proofs_of_inclusion_and_consistency_verify_for_every_size() -> None:
+    ledger = memory_ledger()
+    entries = [ledger.append("fire", {"n": n}) for n in range(1, 18)]
+    for size in range(1, 18):
+        for seq in range(1, size + 1):
+            ledger.prove(seq, size).verify(entries[seq - 1])
+        for old in range(1, size + 1):
+            ledger.consistency(old, size).verify()
+    assert ledger.root() == MerkleTree(entry.leaf_hash for entry in entries).root().hex()
+    proof = ledger.prove(3)
+    with pytest.raises(ProofError):
+        proof.verify(entries[3])
+    with pytest.raises(ProofError):
+        type(proof)(proof.seq, proof.size, proof.leaf_hash, "00" * 32, proof.path).verify()
+    with pytest.raises(LedgerEntryError) as caught:
+        ledger.prove(18)
+    assert str(caught.value) == "seq must be between 1 and the tree's size (17), not 18"
+
+
+def test_a_reopened_ledger_rebuilds_the_same_tree(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    with open_ledger(url) as ledger:
+        for n in range(40):
+            ledger.append("verdict", {"n": n})
+        head = ledger.tree_head()
+    with open_ledger(url) as again:
+        assert again.tree_head() == head
+        assert again.size == 40
+        assert again.consistency(25).new_root == head.root
+
+
+def test_a_ledger_takes_in_what_another_writer_stored(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    with Ledger(SQLiteBackend(path)) as first, Ledger(SQLiteBackend(path)) as second:
+        first.append("fire", {"by": "first"})
+        second.append("fire", {"by": "second"})
+        first.append("fire", {"by": "first"})
+        assert second.size == 2
+        assert second.refresh() == first.tree_head()
+        assert second.prove(3).root == first.root()
+
+
+def test_concurrent_threads_and_tasks_keep_the_tree_in_step(tmp_path: Path) -> None:
+    ledger = Ledger(SQLiteBackend(tmp_path / "ledger.db"))
+
+    def appender() -> None:
+        for n in range(25):
+            ledger.append("fire", {"n": n})
+
+    async def tasks() -> list[int]:
+        entries = await asyncio.gather(*(ledger.aappend("verdict", {"t": t}) for t in range(40)))
+        return [entry.seq for entry in entries]
+
+    workers = [threading.Thread(target=appender) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    seqs = asyncio.run(tasks())
+    for worker in workers:
+        worker.join()
+    assert len(set(seqs)) == 40
+    report = ledger.verify()
+    assert (report.ok, report.size, report.root) == (True, 140, ledger.root())
+    ledger.close()
+
+
+def test_a_signed_checkpoint_verifies_and_a_wrong_key_is_reported() -> None:
+    ledger = memory_ledger()
+    key, other = SigningKey.generate(), SigningKey.generate()
+    for n in range(5):
+        ledger.append("commit", {"n": n})
+    checkpoint = ledger.checkpoint(key)
+    assert (checkpoint.size, checkpoint.root) == (5, ledger.root())
+    assert checkpoint.timestamp == "2026-07-23T16:49:52.123456Z"
+    assert ledger.checkpoints() == [checkpoint]
+    good = ledger.verify(key.public_key_pem())
+    assert (good.ok, good.checkpoints, good.signatures) == (True, 1, 1)
+    bad = ledger.verify(other.public_key)
+    assert bad.problem is not None
+    assert (bad.problem.checkpoint, bad.problem.field) == (1, "key_id")
+    unsigned = ledger.verify()
+    assert (unsigned.ok, unsigned.signatures) == (True, 0)
+    assert unsigned.describe().endswith(
+        "1 checkpoints match (signatures not checked: no public key given)"
+    )
+
+
+def test_a_report_names_the_first_bad_entry_and_raises_on_request() -> None:
+    backend = MemoryBackend()
+    entries = backend.append([draft(body={"n": n}) for n in range(5)])
+    forged = seal(draft(body={"n": "forged"}), 3, entries[1].hash)
+    backend._entries[2] = forged  # what a compromised store could hand back
+    report = verify_ledger(backend)
+    assert report.problem is not None
+    assert (report.size, report.problem.seq, report.problem.field) == (3, 4, "prev_hash")
+    assert report.problem.reason == (
+        f"prev_hash {entries[2].hash} does not link to entry 3, whose hash is {forged.hash}"
+    )
+    with pytest.raises(LedgerIntegrityError) as caught:
+        report.check()
+    assert (caught.value.seq, caught.value.field) == (4, "prev_hash")
+    assert str(caught.value).startswith("memory:: entry 4: prev_hash ")
+
+
+def test_an_export_verifies_offline_and_a_changed_line_does_not() -> None:
+    ledger = memory_ledger()
+    key = SigningKey.generate()
+    for n in range(12):
+        ledger.append("settlement", {"n": n, "note": "café"})
+    ledger.checkpoint(key)
+    exported = io.StringIO()
+    assert export_jsonl(ledger.backend, exported) == 12
+    lines = exported.getvalue().splitlines(keepends=True)
+    assert len(lines) == 13
+    assert json.loads(lines[-1])["checkpoint"]["size"] == 12
+    report = verify_jsonl(lines, key.public_key)
+    assert (report.ok, report.size, report.root, report.signatures) == (
+        True,
+        12,
+        ledger.root(),
+        1,
+    )
+    changed = [*lines]
+    changed[6] = changed[6].replace('"n":6', '"n":7')
+    assert verify_jsonl(changed).problem.seq == 7  # type: ignore[union-attr]
+    dropped = [*lines[:11], lines[12]]
+    problem = verify_jsonl(dropped).problem
+    assert problem is not None
+    assert (problem.seq, problem.checkpoint) == (12, 1)
+    swapped = [*lines[:4], lines[5], lines[4], *lines[6:]]
+    assert verify_jsonl(swapped).problem.seq == 5  # type: ignore[union-attr]
+
+
+def test_follow_yields_stored_entries_then_new_ones() -> None:
+    ledger = Ledger(MemoryBackend())
+    for n in range(3):
+        ledger.append("fire", {"n": n})
+
+    async def follow() -> list[int]:
+        seen: list[int] = []
+        async for entry in ledger.follow(after=1, interval=0.005):
+            seen.append(entry.seq)
+            if entry.seq == 3:
+                await asyncio.to_thread(ledger.append, "fire", {"n": 3})
+            if len(seen) == 3:
+                return seen
+        return seen
+
+    assert asyncio.run(asyncio.wait_for(follow(), 10)) == [2, 3, 4]
+
+
+def test_the_genesis_entry_links_to_zeros() -> None:
+    entry = memory_ledger().append("fire", {})
+    assert (entry.seq, entry.prev_hash) == (1, GENESIS_HASH)
+
+
+@pytest.mark.parametrize(
+    ("url", "backend", "where"),
+    [
+        ("memory:", "MemoryBackend", None),
+        ("sqlite:///ledger.db", "SQLiteBackend", "ledger.db"),
+        ("sqlite:", "SQLiteBackend", "assay.db"),
+        ("SQLITE:///sub/x.db", "SQLiteBackend", "sub/x.db"),
+    ],
+)
+def test_open_backend_by_url(
+    url: str, backend: str, where: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    with open_backend(url) as opened:
+        assert type(opened).__name__ == backend
+        if where is not None:
+            assert isinstance(opened, SQLiteBackend)
+            assert opened.path == Path(where)
+            assert opened.url == f"sqlite:///{where}"
+    if where is not None:
+        assert (tmp_path / where).is_file()
+
+
+def test_an_absolute_sqlite_path_takes_four_slashes(tmp_path: Path) -> None:
+    path = tmp_path / "abs.db"
+    with open_backend(f"sqlite:///{path}") as opened:
+        assert opened.url == f"sqlite:///{path}"
+    assert path.is_file()
+
+
+def test_a_postgresql_url_with_a_schema(postgres_url: str) -> None:
+    with open_ledger(f"{postgres_url}?schema=by_url") as ledger:
+        ledger.append("fire", {})
+        assert ledger.url == f"{postgres_url}?schema=by_url"
+        assert ledger.size == 1
+
+
+ACCEPTED = (
+    "the accepted forms are sqlite:///relative/path.db, sqlite:////absolute/path.db, "
+    "sqlite: (for ./assay.db), postgresql://user:password@host:5432/database[?schema=name], "
+    "memory:"
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        (
+            "mysql://admin:hunter2@db/ledger",
+            "cannot open a ledger at 'mysql://admin:***@db/ledger': unknown kind of ledger; "
+            + ACCEPTED,
+        ),
+        (
+            "ledger.db",
+            f"cannot open a ledger at 'ledger.db': unknown kind of ledger; {ACCEPTED}",
+        ),
+        (
+            "sqlite://host/ledger.db",
+            "cannot open a ledger at 'sqlite://host/ledger.db': a SQLite URL is sqlite:/// "
+            f"followed by the file's path; {ACCEPTED}",
+        ),
+        (
+            "postgresql://u:pw@h/db?schema=a&schema=b",
+            "cannot open a ledger at 'postgresql://u:***@h/db?schema=a&schema=b': give at most "
+            f"one non-empty schema parameter; {ACCEPTED}",
+        ),
+    ],
+)
+def test_an_unaccepted_url_is_refused_with_the_password_hidden(url: str, message: str) -> None:
+    with pytest.raises(LedgerError) as caught:
+        open_backend(url)
+    assert str(caught.value) == message
+    assert "hunter2" not in str(caught.value.url)
+
+
+def test_an_unreachable_postgresql_server_is_reported_without_its_password() -> None:
+    with pytest.raises(LedgerError) as caught:
+        open_backend("postgresql://assay:hunter2@127.0.0.1:1/ledger?connect_timeout=2")
+    message = str(caught.value)
+    assert message.startswith(
+        "cannot connect to the PostgreSQL ledger "
+        "postgresql://assay:***@127.0.0.1:1/ledger?connect_timeout=2: "
+    )
+    assert "hunter2" not in message
+
+
+def test_a_sqlite_file_in_a_missing_directory_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "missing" / "ledger.db"
+    with pytest.raises(LedgerError) as caught:
+        open_backend(f"sqlite:///{path}")
+    assert str(caught.value) == (
+        f"cannot open the SQLite ledger sqlite:///{path}: unable to open database file; "
+        "check that the directory exists and is writable"
+    )
+
+
+class _Recorder:
+    """A backend ``write`` that records each batch and, while ``hold`` is clear, blocks."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[Any]] = []
+        self.hold = threading.Event()
+        self.entered = threading.Event()
+
+    def write(self, drafts: list[EntryDraft]) -> list[Any]:
+        self.entered.set()
+        self.hold.wait(30)
+        self.batches.append([d.body["name"] for d in drafts])
+        return seal_all(drafts, sum(len(batch) for batch in self.batches[:-1]), GENESIS_HASH)
+
+
+class _Interrupting(threading.Event):
+    """An event whose waiter is interrupted: at once, or right after it is woken."""
+
+    def __init__(self, after_wake: bool) -> None:
+        super().__init__()
+        self.after_wake = after_wake
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self.after_wake:
+            super().wait(timeout)
+        raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("after_wake", [False, True])
+def test_an_interrupted_appender_strands_neither_the_writer_role_nor_others(
+    monkeypatch: pytest.MonkeyPatch, after_wake: bool
+) -> None:
+    recorder = _Recorder()
+    group = GroupCommit(recorder.write, name="test")
+    outcomes: dict[str, object] = {}
+    original = group_commit._Request.__init__
+
+    def init(self: Any, drafts: list[EntryDraft]) -> None:
+        original(self, drafts)
+        if drafts[0].body["name"] == "b":
+            self.wake = _Interrupting(after_wake)
+
+    monkeypatch.setattr(group_commit._Request, "__init__", init)
+
+    def submit(name: str) -> None:
+        try:
+            outcomes[name] = [entry.seq for entry in group.submit([draft(body={"name": name})])]
+        except KeyboardInterrupt:
+            outcomes[name] = "interrupted"
+
+    threads = {name: threading.Thread(target=submit, args=(name,)) for name in "abc"}
+    threads["a"].start()
+    assert recorder.entered.wait(30)
+    threads["b"].start()
+    if after_wake:
+        _wait_until(lambda: group.statistics().queued == 1)
+    else:
+        threads["b"].join(30)
+    threads["c"].start()
+    _wait_until(lambda: group.statistics().queued == (2 if after_wake else 1))
+    recorder.hold.set()
+    for thread in threads.values():
+        thread.join(30)
+    assert recorder.batches == [["a"], ["c"]]
+    assert outcomes == {"a": [1], "b": "interrupted", "c": [2]}
+    group.close()
+    assert group.statistics() == GroupCommitStatistics(2, 2, 1, 0, 0)
+
+
+def _wait_until(condition: Any) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.001)
+
+
+def test_a_write_that_cannot_commit_fails_every_caller_and_stores_nothing(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ledger.db"
+    with SQLiteBackend(path, busy_timeout=0.05) as backend:
+        backend.append([draft(body={"n": 0})])
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        with pytest.raises(LedgerError) as caught:
+            backend.append([draft(body={"n": 1})])
+        holder.execute("ROLLBACK")
+        holder.close()
+        assert str(caught.value) == (
+            "OperationalError: database is locked; nothing in this batch was stored"
+        )
+        assert caught.value.url == f"sqlite:///{path}"
+        (entry,) = backend.append([draft(body={"n": 2})])
+        assert entry.seq == 2
+        assert verify_ledger(backend).ok
+
+
+def test_a_postgresql_backend_reconnects_after_losing_its_connections(
+    postgres_url: str,
+) -> None:
+    with PostgresBackend(postgres_url, schema="reconnect") as backend:
+        backend.append([draft(body={"n": 0})])
+        pids = [backend._reader.info.backend_pid]
+        assert backend._writer is not None
+        pids.append(backend._writer.info.backend_pid)
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            for pid in pids:
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        with pytest.raises(LedgerError) as caught:
+            backend.append([draft(body={"n": 1})])
+        assert str(caught.value).startswith(
+            f"cannot append to the PostgreSQL ledger {postgres_url}?schema=reconnect: "
+        )
+        (entry,) = backend.append([draft(body={"n": 1})])
+        assert entry.seq == 2
+        assert backend.size() == 2  # a read is tried again on a new connection
+        assert verify_ledger(backend).ok

@@ -1,0 +1,316 @@
+"""One conformance suite for every ledger backend: memory, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from assay.errors import LedgerEntryError, LedgerError
+from assay.ledger import GENESIS_HASH, LedgerBackend, SigningKey, verify_ledger
+from assay.ledger.entry import parse_entry
+from ledger_stores import KINDS, Store, draft
+
+
+def _store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    postgres_url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
+    subject = Store(request.param, tmp_path, postgres_url)
+    yield subject
+    subject.close()
+
+
+store = pytest.fixture(params=KINDS)(_store)
+"""A fresh ledger of each kind."""
+
+database = pytest.fixture(params=("sqlite", "postgres"))(_store)
+"""A fresh ledger in each real database, which a test can also reach directly."""
+
+postgres = pytest.fixture(params=("postgres",))(_store)
+
+
+@pytest.fixture
+def backend(store: Store) -> LedgerBackend:
+    return store.open()
+
+
+def test_an_empty_ledger_has_nothing(backend: LedgerBackend) -> None:
+    assert backend.size() == 0
+    assert backend.head() is None
+    assert backend.read(1, 10) == []
+    assert list(backend.iterate()) == []
+    assert backend.query() == []
+    assert list(backend.stored_rows()) == []
+    assert backend.checkpoints() == []
+    assert verify_ledger(backend).ok
+
+
+def test_append_gives_gapless_seqs_and_a_linked_chain(backend: LedgerBackend) -> None:
+    appended = [
+        backend.append([draft("fire", {"n": n}, second=n, session="s")])[0] for n in range(5)
+    ]
+    assert [entry.seq for entry in appended] == [1, 2, 3, 4, 5]
+    assert appended[0].prev_hash == GENESIS_HASH
+    for before, after in itertools.pairwise(appended):
+        assert after.prev_hash == before.hash
+    for entry in appended:
+        assert parse_entry(entry.canonical, entry.seq) == entry
+    assert backend.read(1, 6) == appended
+    assert backend.size() == 5
+    assert backend.head() == appended[-1]
+    assert appended[2].body == {"n": 2}
+    assert appended[2].timestamp == "2026-01-01T00:00:02.000000Z"
+
+
+def test_one_append_of_many_drafts_is_consecutive(backend: LedgerBackend) -> None:
+    backend.append([draft(body={"first": True})])
+    entries = backend.append([draft("verdict", {"n": n}) for n in range(4)])
+    assert [entry.seq for entry in entries] == [2, 3, 4, 5]
+    assert [entry.body for entry in entries] == [{"n": n} for n in range(4)]
+    assert backend.append([]) == []
+    assert backend.size() == 5
+
+
+def test_read_takes_a_half_open_seq_range(backend: LedgerBackend) -> None:
+    backend.append([draft(body={"n": n}) for n in range(1, 8)])
+    assert [entry.seq for entry in backend.read(2, 5)] == [2, 3, 4]
+    assert [entry.seq for entry in backend.read(0, 2)] == [1]
+    assert [entry.seq for entry in backend.read(6, 100)] == [6, 7]
+    assert backend.read(8, 9) == []
+    assert backend.read(5, 5) == []
+    assert [entry.seq for entry in backend.iterate(6)] == [6, 7]
+
+
+def test_query_by_session_transition_run_kind_and_time(backend: LedgerBackend) -> None:
+    rows = [
+        ("fire", "a", "r1", "inbox.send#1"),
+        ("settlement", "a", "r1", "inbox.send#1"),
+        ("verdict", "a", "r1", "inbox.send#1"),
+        ("fire", "b", None, "drone.arm#1"),
+        ("refusal", "b", None, "drone.arm#2"),
+        ("commit", None, "r2", None),
+        ("escalation", None, "r2", None),
+        ("park", None, "r2", None),
+        ("resume", None, "r2", None),
+        ("fire", "a", "r1", "inbox.send#2"),
+    ]
+    for second, (kind, session, run, transition) in enumerate(rows):
+        backend.append(
+            [draft(kind, {}, second=second, session=session, run=run, transition=transition)]
+        )
+
+    def seqs(**criteria: object) -> list[int]:
+        return [entry.seq for entry in backend.query(**criteria)]  # type: ignore[arg-type]
+
+    assert seqs(session="a") == [1, 2, 3, 10]
+    assert seqs(session="a", kind="fire") == [1, 10]
+    assert seqs(transition="inbox.send#1") == [1, 2, 3]
+    assert seqs(run="r2") == [6, 7, 8, 9]
+    assert seqs(kind="fire") == [1, 4, 10]
+    assert seqs(since="2026-01-01T00:00:03Z", until="2026-01-01T00:00:06Z") == [4, 5, 6]
+    assert seqs(since="2026-01-01T01:00:03+01:00", limit=2) == [4, 5]
+    assert seqs(after=7) == [8, 9, 10]
+    assert seqs(session="a", after=3) == [10]
+    assert seqs(limit=0) == []
+    assert seqs(session="nobody") == []
+    with pytest.raises(LedgerEntryError) as caught:
+        backend.query(kind="explosion")
+    assert caught.value.field == "kind"
+    with pytest.raises(LedgerEntryError) as caught:
+        backend.query(since="yesterday")
+    assert str(caught.value) == (
+        "since must be an RFC 3339 time like 2026-01-01T00:00:00Z, not 'yesterday'"
+    )
+
+
+def test_concurrent_appenders_get_one_gapless_chain(backend: LedgerBackend) -> None:
+    threads, each = 16, 50
+    returned: dict[int, list[int]] = {}
+    start = threading.Barrier(threads)
+
+    def appender(number: int) -> None:
+        start.wait()
+        seqs = []
+        for n in range(each):
+            (entry,) = backend.append([draft("fire", {"thread": number, "n": n})])
+            seqs.append(entry.seq)
+        returned[number] = seqs
+
+    workers = [threading.Thread(target=appender, args=(n,)) for n in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+    everything = sorted(seq for seqs in returned.values() for seq in seqs)
+    assert everything == list(range(1, threads * each + 1))
+    for seqs in returned.values():
+        assert seqs == sorted(seqs)
+    stored = backend.read(1, threads * each + 1)
+    assert [entry.seq for entry in stored] == everything
+    for number, seqs in returned.items():
+        assert [stored[seq - 1].body for seq in seqs] == [
+            {"thread": number, "n": n} for n in range(each)
+        ]
+    report = verify_ledger(backend)
+    assert report.ok, report.describe()
+    assert report.size == threads * each
+
+
+def test_two_backends_on_one_ledger_keep_one_order(database: Store) -> None:
+    first, second = database.open(), database.open()
+
+    def appender(backend: LedgerBackend, label: str) -> None:
+        for n in range(60):
+            backend.append([draft(body={"from": label, "n": n})])
+
+    workers = [
+        threading.Thread(target=appender, args=(backend, f"{label}{n}"))
+        for n in range(3)
+        for label, backend in (("first", first), ("second", second))
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert first.size() == second.size() == 360
+    assert verify_ledger(first).ok
+
+
+def test_a_reopened_ledger_keeps_its_entries_and_its_chain(database: Store) -> None:
+    first = database.open()
+    written = first.append([draft(body={"n": n}) for n in range(3)])
+    first.close()
+    again = database.open()
+    assert again.read(1, 4) == written
+    (fourth,) = again.append([draft(body={"n": 3})])
+    assert (fourth.seq, fourth.prev_hash) == (4, written[-1].hash)
+    assert verify_ledger(again).ok
+
+
+def test_checkpoints_are_stored_in_order(backend: LedgerBackend) -> None:
+    key = SigningKey.generate()
+    backend.append([draft(body={"n": n}) for n in range(3)])
+    first = key.sign(1, "ab" * 32, "2026-01-01T00:00:00.000000Z")
+    second = key.sign(3, "cd" * 32, "2026-01-01T00:00:01.000000Z")
+    backend.add_checkpoint(first)
+    backend.add_checkpoint(second)
+    assert backend.checkpoints() == [first, second]
+    assert [stored.number for stored in backend.stored_checkpoints()] == [1, 2]
+
+
+def test_stored_rows_are_the_entries_as_stored(backend: LedgerBackend, store: Store) -> None:
+    entries = backend.append([draft(body={"n": n}, session="s") for n in range(3)])
+    rows = list(backend.stored_rows())
+    assert [(row.seq, row.entry) for row in rows] == [(e.seq, e.canonical) for e in entries]
+    if store.kind != "memory":
+        assert rows[0].columns == {
+            "timestamp": entries[0].timestamp,
+            "kind": "fire",
+            "session": "s",
+            "run": None,
+            "transition": None,
+            "prev_hash": GENESIS_HASH,
+            "hash": entries[0].hash,
+        }
+
+
+def test_a_closed_backend_refuses_to_append(backend: LedgerBackend) -> None:
+    backend.append([draft()])
+    backend.close()
+    backend.close()
+    with pytest.raises(LedgerError) as caught:
+        backend.append([draft()])
+    assert "is closed" in str(caught.value)
+
+
+REFUSED = [
+    ("UPDATE {entries} SET entry = entry || ' ' WHERE seq = 2", "ledger_entries", "UPDATE"),
+    ("UPDATE {entries} SET hash = prev_hash WHERE seq = 2", "ledger_entries", "UPDATE"),
+    ("UPDATE {entries} SET kind = 'verdict'", "ledger_entries", "UPDATE"),
+    ("UPDATE {entries} SET seq = 99 WHERE seq = 3", "ledger_entries", "UPDATE"),
+    ("DELETE FROM {entries} WHERE seq = 3", "ledger_entries", "DELETE"),
+    ("DELETE FROM {entries}", "ledger_entries", "DELETE"),
+    ("UPDATE {checkpoints} SET size = 0", "ledger_checkpoints", "UPDATE"),
+    ("DELETE FROM {checkpoints}", "ledger_checkpoints", "DELETE"),
+]
+
+
+@pytest.mark.parametrize(("statement", "table", "operation"), REFUSED)
+def test_the_database_refuses_to_change_or_drop_a_row(
+    database: Store, statement: str, table: str, operation: str
+) -> None:
+    backend = database.open()
+    backend.append([draft(body={"n": n}) for n in range(3)])
+    root = verify_ledger(backend).root
+    backend.add_checkpoint(SigningKey.generate().sign(3, root, "2026-01-01T00:00:00Z"))
+    with pytest.raises((sqlite3.IntegrityError, psycopg.errors.RaiseException)) as caught:
+        database.execute(statement)
+    assert str(caught.value).splitlines()[0] == (
+        f"assay ledger: {table} is append-only; {operation} refused"
+    )
+    assert backend.size() == 3
+    assert len(backend.checkpoints()) == 1
+    assert verify_ledger(backend).ok
+
+
+def test_the_database_refuses_an_entry_out_of_order(database: Store) -> None:
+    backend = database.open()
+    (entry,) = backend.append([draft()])
+    insert = "INSERT INTO {entries} VALUES (" + ", ".join(["?"] * 9) + ")"
+    if database.kind == "postgres":
+        insert = insert.replace("?", "%s")
+    for seq, prev_hash in ((3, entry.hash), (2, GENESIS_HASH), (1, GENESIS_HASH)):
+        row = (seq, entry.timestamp, "fire", None, None, None, prev_hash, entry.hash, "{}")
+        with pytest.raises((sqlite3.IntegrityError, psycopg.errors.RaiseException)) as caught:
+            database.execute(insert, row)
+        assert str(caught.value).startswith("assay ledger: a new entry must take the next seq"), (
+            caught.value
+        )
+    assert backend.size() == 1
+
+
+def test_truncate_is_refused_by_postgresql(postgres: Store) -> None:
+    backend = postgres.open()
+    backend.append([draft()])
+    for table in ("{entries}", "{checkpoints}"):
+        with pytest.raises(psycopg.errors.RaiseException) as caught:
+            postgres.execute(f"TRUNCATE {table}")
+        assert "is append-only; TRUNCATE refused" in str(caught.value)
+    assert backend.size() == 1
+
+
+def test_waiting_appenders_share_one_commit(database: Store) -> None:
+    """While a commit waits, every appender that arrives joins the next one: 64 appenders
+    blocked behind a held write lock are stored in two transactions, not 64."""
+    backend = database.open()
+    statistics = backend.statistics  # type: ignore[attr-defined]
+    appenders = 64
+    done: list[int] = []
+    with database.writer_lock_held():
+        workers = [
+            threading.Thread(
+                target=lambda n=n: done.extend(
+                    entry.seq for entry in backend.append([draft(body={"n": n})])
+                )
+            )
+            for n in range(appenders)
+        ]
+        for worker in workers:
+            worker.start()
+        deadline = time.monotonic() + 30
+        while (now := statistics()).queued + now.writing < appenders:
+            assert time.monotonic() < deadline, now
+            time.sleep(0.001)
+    for worker in workers:
+        worker.join()
+    final = statistics()
+    assert sorted(done) == list(range(1, appenders + 1))
+    assert (final.batches, final.entries, final.queued, final.writing) == (2, appenders, 0, 0)
+    assert final.largest_batch == max(now.writing, appenders - now.writing)
+    assert verify_ledger(backend).ok
