@@ -85,3 +85,37 @@ def test_missing_entry_and_bad_url_exit_2(ledger_url: str) -> None:
     assert bad.returncode == 2
     assert "Traceback" not in bad.stderr
     assert bad.stderr.startswith("assay ledger: error: ")
+
+
+def test_signed_checkpoints_verify_with_the_public_key(ledger_url: str, tmp_path: Path) -> None:
+    from assay.ledger import SigningKey
+
+    key = SigningKey.generate()
+    key.save(tmp_path / "signing.pem")
+    (tmp_path / "public.pem").write_text(key.public_key_pem())
+    made = run("ledger", "checkpoint", "--signing-key", str(tmp_path / "signing.pem"),
+               "--ledger", ledger_url)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert json.loads(made.stdout)["size"] == 5
+    checked = run("ledger", "verify", "--public-key", str(tmp_path / "public.pem"),
+                  "--ledger", ledger_url)  # fmt: skip
+    assert checked.returncode == 0, checked.stderr
+    assert checked.stdout.rstrip().endswith("1 checkpoints, 1 signatures checked")
+    other = SigningKey.generate()
+    (tmp_path / "other.pem").write_text(other.public_key_pem())
+    wrong = run("ledger", "verify", "--public-key", str(tmp_path / "other.pem"),
+                "--ledger", ledger_url)  # fmt: skip
+    assert wrong.returncode == 1
+    assert wrong.stdout.startswith(f"FAILED {ledger_url}: checkpoint 1: ")
+
+
+def test_verify_can_record_its_verdict(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    state.write_text('{"a": 1}')
+    url = f"sqlite:///{tmp_path / 'verdicts.db'}"
+    result = run("verify", "a === 1", "--state", str(state), "--ledger", url)
+    assert result.returncode == 0, result.stderr
+    entries = [
+        json.loads(line) for line in run("ledger", "export", "--ledger", url).stdout.splitlines()
+    ]
+    assert [(e["kind"], e["body"]["passed"]) for e in entries] == [("verdict", True)]

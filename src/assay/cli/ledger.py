@@ -12,7 +12,7 @@ from typing import Any
 
 from assay.clock import SYSTEM_CLOCK
 from assay.errors import AssayError
-from assay.ledger import Ledger, export_jsonl, open_ledger, verify_jsonl
+from assay.ledger import Ledger, SigningKey, export_jsonl, open_ledger, verify_jsonl
 from assay.ledger.entry import Entry
 from assay.ledger.url import DEFAULT_URL
 
@@ -56,6 +56,14 @@ def register(commands: Any) -> None:
     tail.add_argument("-f", "--follow", action="store_true", help="keep printing new entries")
     tail.add_argument("--interval-ms", type=int, default=500, help="how often to look (follow)")
     tail.set_defaults(run=run_tail)
+    checkpoint = actions.add_parser(
+        "checkpoint", help="sign the current tree head with an Ed25519 key and store it"
+    )
+    add_ledger_option(checkpoint)
+    checkpoint.add_argument(
+        "--signing-key", metavar="FILE", required=True, help="PEM Ed25519 private key"
+    )
+    checkpoint.set_defaults(run=run_checkpoint)
     prove = actions.add_parser("prove", help="print an inclusion proof for one entry")
     add_ledger_option(prove)
     prove.add_argument("seq", type=int, metavar="SEQ")
@@ -161,4 +169,17 @@ def run_prove(args: argparse.Namespace) -> int:
     except AssayError as error:
         return _fail(str(error))
     print(json.dumps(dataclasses.asdict(proof), indent=2))
+    return 0
+
+
+def run_checkpoint(args: argparse.Namespace) -> int:
+    try:
+        key = SigningKey.from_file(args.signing_key)
+        with _open(args) as ledger:
+            checkpoint = ledger.checkpoint(key)
+    except OSError as error:
+        return _fail(f"cannot read the signing key {args.signing_key!r}: {error.strerror}")
+    except AssayError as error:
+        return _fail(str(error))
+    print(checkpoint.model_dump_json(indent=2))
     return 0

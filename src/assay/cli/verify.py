@@ -13,6 +13,7 @@ from assay.clock import SYSTEM_CLOCK
 from assay.errors import AssayError, ExpressionSyntaxError
 from assay.expr import compile_expression
 from assay.expr.values import type_of
+from assay.ledger import open_ledger
 from assay.state.probes import HttpProbe
 from assay.state.store import StateStore
 from assay.state.substrate import Substrate
@@ -49,6 +50,11 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--settle-ms", type=_milliseconds, default=0, help="wait before the first evaluation"
+    )
+    parser.add_argument(
+        "--ledger",
+        metavar="URL",
+        help="also append the outcome to this Evidence Ledger as a verdict entry",
     )
     parser.set_defaults(run=run)
 
@@ -170,5 +176,11 @@ def run(args: argparse.Namespace) -> int:
             outcome = asyncio.run(_verify_probe(args, options))
     except AssayError as error:
         return _fail(str(error))
+    if args.ledger is not None:
+        try:
+            with open_ledger(args.ledger) as ledger:
+                ledger.append("verdict", outcome.model_dump(mode="json"))
+        except AssayError as error:
+            return _fail(f"cannot record the verdict: {error}")
     print(outcome.model_dump_json(indent=2))
     return 0 if outcome.passed else 1
