@@ -38,6 +38,8 @@ postgres:
 demo: setup
 	.venv/bin/python examples/expressions.py
 	.venv/bin/assay verify 'inbox.sent_count >= 15 && drone.mode == "GUIDED"' --state examples/state.json
+	.venv/bin/assay example already-true --ledger sqlite:///assay.db
+	.venv/bin/assay ledger verify --ledger sqlite:///assay.db
 
 bench: setup
 	.venv/bin/python bench/expressions.py
