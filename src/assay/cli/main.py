@@ -21,7 +21,8 @@ from assay.cli import example, ledger, verify
 
 EXIT_CODES = """exit codes:
   0  success (verify: the expression held)
-  1  negative answer (verify: it did not hold or could not be evaluated)
+  1  negative answer (verify: it did not hold or could not be evaluated;
+     ledger verify: a problem was found)
   2  usage error or invalid input
  70  internal error (a bug in assay)
 """
