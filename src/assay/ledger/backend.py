@@ -14,7 +14,7 @@ them; ``stored_rows``/``stored_checkpoints`` give every row exactly as the store
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
@@ -212,6 +212,11 @@ class LedgerBackend(ABC):
     @abstractmethod
     def close(self) -> None:
         """Wait for appends in progress, then release connections; safe to call twice."""
+
+    def add_commit_listener(self, listener: Callable[[list[Entry]], None]) -> None:
+        """Ask to be handed every batch of entries this process commits, in order, before
+        their appenders are answered; a backend that cannot may ignore it (the default)."""
+        del listener
 
     def iterate(self, start: int = 1) -> Iterator[Entry]:
         """Every entry from ``start`` on, in order, read a batch at a time."""

@@ -9,16 +9,14 @@ canonical form of a well-formed entry whose hash recomputes, and says what was w
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Final
 
-import rfc8785
-
 from assay.errors import LedgerEntryError, LedgerIntegrityError
+from assay.ledger.canonical import canonical_copy, canonical_json, loads
 from assay.ledger.merkle import leaf_hash
 
 
@@ -55,7 +53,6 @@ FIELDS: Final = (
 """An entry's fields, in the order they are shown and stored."""
 
 _IDS: Final = ("session", "run", "transition")
-_SAFE: Final = 2**53 - 1
 _HEX: Final = re.compile(r"[0-9a-f]{64}")
 _TIMESTAMP: Final = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 # In canonical JSON ``,"`` never occurs inside a string (the quote would be escaped), and the
@@ -71,31 +68,8 @@ def format_timestamp(moment: datetime) -> str:
             "pass an aware datetime (the clock's wall() is one)",
             field="timestamp",
         )
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def canonical_json(value: Any) -> bytes:
-    """The RFC 8785 canonical JSON of ``value``."""
-    return rfc8785.dumps(value)
-
-
-def loads(text: bytes | str) -> Any:
-    """Parse RFC 8785 JSON so that encoding the value again gives the same text.
-
-    Every JSON number is an IEEE double there, so an integer literal beyond ±(2**53 - 1)
-    (how ``1e20`` is written) is read as the float it is; ``NaN`` and ``Infinity`` are
-    refused, as JSON has no such literals.
-    """
-    return json.loads(text, parse_int=_number, parse_constant=_not_json)
-
-
-def _number(text: str) -> int | float:
-    value = int(text)
-    return value if -_SAFE <= value <= _SAFE else float(text)
-
-
-def _not_json(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    # isoformat is strftime("%Y-%m-%dT%H:%M:%S.%f") in C, a few times faster.
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +117,7 @@ class EntryDraft:
                     field=name,
                 ) from None
         try:
-            body_json = canonical_json(self.body)
+            body_json, body = canonical_copy(self.body)
         except (ValueError, TypeError, RecursionError) as exc:
             reason = "it nests too deeply" if isinstance(exc, RecursionError) else str(exc)
             raise LedgerEntryError(
@@ -154,7 +128,7 @@ class EntryDraft:
             ) from None
         session, run, transition = ids
         object.__setattr__(self, "kind", EntryKind(self.kind).value)
-        object.__setattr__(self, "body", loads(body_json))
+        object.__setattr__(self, "body", body)
         # Pieces of the canonical JSON of the sealed entry, in RFC 8785 key order (body, hash,
         # kind, prev_hash, run, seq, session, timestamp, transition), so ``seal`` need not
         # encode the body again.

@@ -11,6 +11,7 @@ an append is written by its own thread, with no hand-off to another thread and b
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,12 +32,40 @@ class GroupCommitStatistics:
     writing: int
 
 
+class _Wake:
+    """A one-shot ``threading.Event`` on one bare lock: an appender waits on one per append,
+    and an ``Event`` (a ``Condition``, its lock and a waiter lock per wait) costs several
+    times as much to make, wait on and set."""
+
+    __slots__ = ("_flag", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+        self._flag = False
+
+    def is_set(self) -> bool:
+        return self._flag
+
+    def set(self) -> None:
+        # Called with the group's lock held, or by the writer for its own batch, never
+        # twice at once; the flag makes a second call harmless.
+        if not self._flag:
+            self._flag = True
+            self._lock.release()
+
+    def wait(self) -> bool:
+        self._lock.acquire()
+        self._lock.release()
+        return True
+
+
 class _Request:
     __slots__ = ("drafts", "entries", "error", "finished", "wake")
 
     def __init__(self, drafts: list[EntryDraft]) -> None:
         self.drafts = drafts
-        self.wake = threading.Event()  # set when written, or when handed the writer's role
+        self.wake: _Wake | threading.Event = _Wake()  # set when written, or given the role
         self.finished = False
         self.entries: list[Entry] = []
         self.error: BaseException | None = None
@@ -61,6 +90,7 @@ class GroupCommit:
         self._entries = 0
         self._largest = 0
         self._writing = 0
+        self._listeners: list[Callable[[list[Entry]], None]] = []
 
     def submit(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
         """Store ``drafts`` consecutively in the next batch; return their entries once durable."""
@@ -84,6 +114,12 @@ class GroupCommit:
         if request.error is not None:
             raise request.error
         return request.entries
+
+    def add_listener(self, listener: Callable[[list[Entry]], None]) -> None:
+        """Call ``listener`` with every committed batch's entries, in commit order, before any
+        caller in the batch is answered. It runs in the writer's thread and must not block."""
+        with self._lock:
+            self._listeners.append(listener)
 
     def statistics(self) -> GroupCommitStatistics:
         """A snapshot of the counters."""
@@ -148,6 +184,12 @@ class GroupCommit:
                 self._batches += 1
                 self._entries += len(entries)
                 self._largest = max(self._largest, len(entries))
+                listeners = list(self._listeners)
+            for listener in listeners:
+                # The entries are durable: a listener's failure must not turn their
+                # acknowledgement into an error (the ledger catches up by reading).
+                with contextlib.suppress(Exception):
+                    listener(entries)
         for request in batch:
             request.finished = True
             request.wake.set()

@@ -47,6 +47,9 @@ class Ledger:
         # Entries appended here whose predecessors are not in the tree yet.
         self._arrived: dict[int, Entry] = {}
         self.refresh()
+        # Take in each committed batch whole, in the writer's thread, so that appenders
+        # answered together need not read back each other's entries.
+        backend.add_commit_listener(self._take_in)
 
     @property
     def backend(self) -> LedgerBackend:
@@ -254,6 +257,16 @@ class Ledger:
             if entry.seq > self._tree.size:
                 self._arrived[entry.seq] = entry
                 self._grow(entry.seq)
+
+    def _take_in(self, entries: list[Entry]) -> None:
+        """Add a committed batch to the tree as far as it follows on without a gap."""
+        with self._lock:
+            tree, arrived = self._tree, self._arrived
+            for entry in entries:
+                if entry.seq > tree.size:
+                    arrived[entry.seq] = entry
+            while (following := arrived.pop(tree.size + 1, None)) is not None:
+                tree.append(following.leaf_hash)
 
     def _reach(self, size: int | None) -> None:
         """Take in stored entries up to ``size`` if the tree is smaller (lock held)."""

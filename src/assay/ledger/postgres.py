@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final, LiteralString
 
 import psycopg
@@ -145,6 +145,9 @@ class PostgresBackend(LedgerBackend):
     def statistics(self) -> GroupCommitStatistics:
         """How this process's appends have been grouped into transactions."""
         return self._group.statistics()
+
+    def add_commit_listener(self, listener: Callable[[list[Entry]], None]) -> None:
+        self._group.add_listener(listener)
 
     def append(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
         if not drafts:

@@ -1,0 +1,410 @@
+"""Benchmark durable ledger appends against raw sqlite3 at the same durability, in one run.
+
+Threads call ``Ledger.append`` with distinct ~1 KB JSON bodies, 1, 8 and 64 at a time, on a
+fresh SQLite file (WAL, synchronous=FULL). Group commit decides how many entries share a
+transaction; its ``statistics()`` say how many did, and raw ``sqlite3`` then inserts the same
+bodies (``json.dumps`` + ``executemany``, one ``BEGIN``/``COMMIT`` per batch) at that mean batch
+size and at batch size 1, with the same pragmas. assay's side includes redaction, validation,
+RFC 8785 canonicalization, the hash chain and the Merkle tree: that is the point. The same
+appenders then run on a throwaway PostgreSQL cluster with fsync turned back on, beside raw
+psycopg at the same batch size. Rounds are interleaved; the best round is the headline.
+
+    .venv/bin/python bench/ledger.py [--quick] [--json PATH]
+
+Targets (SPEC §11): assay ≥ 0.5x raw sqlite3 at each concurrency, and ≥ 20,000 entries/s with
+64 appenders on SQLite. Informational: the exit status is 0 whatever the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sqlite3
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+import psycopg
+
+from _timing import gc_paused, ratio
+from assay.ledger import Ledger, LedgerBackend, SQLiteBackend
+from assay.ledger.postgres import PostgresBackend
+from postgres import PostgresCluster, PostgresMissingError
+
+CONCURRENCY = (1, 8, 64)
+BODY_BYTES = 1024
+RAW_SCHEMA = "CREATE TABLE entries (id INTEGER PRIMARY KEY, body TEXT NOT NULL)"
+RAW_INSERT = "INSERT INTO entries (body) VALUES (?)"
+SQLITE_RATIO_TARGET = 0.5
+SQLITE_64_TARGET = 20_000.0
+
+
+def build_body(index: int) -> dict[str, Any]:
+    """A deterministic, distinct JSON body of about ``BODY_BYTES`` bytes, shaped like evidence."""
+    body: dict[str, Any] = {
+        "transition": f"t-{index:08d}",
+        "action": "send_email",
+        "attempt": index % 7,
+        "settled": index % 3 != 0,
+        "condition": {"op": "eq", "path": ["inbox", "sent_count"], "value": index % 50},
+        "observed": {
+            "inbox": {"sent_count": index % 50, "folders": ["inbox", "sent", "archive"]},
+            "drone": {"mode": "GUIDED", "armed": index % 2 == 0, "altitude_m": index % 400},
+        },
+        "changed_fields": [f"inbox.items.{index % 97}.read", "inbox.unread", "inbox.sent_count"],
+        "critique": "the message reached the outbox and the counter moved by exactly one; "
+        "no other folder changed, so the settlement holds",
+        "tags": ["email", "outbox", f"run-{index % 11}"],
+    }
+    filler = BODY_BYTES - len(json.dumps(body, separators=(",", ":"))) - len(',"note":""')
+    body["note"] = ("evidence " * (filler // 9 + 1))[: max(filler, 0)]
+    return body
+
+
+@dataclass
+class Series:
+    """One configuration's rounds: entries per second, and the batch sizes it committed."""
+
+    name: str
+    rates: list[float] = field(default_factory=list)
+    batches: list[float] = field(default_factory=list)
+
+    @property
+    def best(self) -> float:
+        return max(self.rates)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.rates)
+
+    @property
+    def mean_batch(self) -> float:
+        return statistics.mean(self.batches) if self.batches else 1.0
+
+
+def run_appenders(ledger: Ledger, bodies: Sequence[dict[str, Any]], appenders: int) -> float:
+    """Seconds for ``appenders`` threads to append ``bodies`` between them, each durably."""
+    share = len(bodies) // appenders
+    start = threading.Barrier(appenders + 1)
+    errors: list[BaseException] = []
+
+    def work(mine: Sequence[dict[str, Any]]) -> None:
+        start.wait()
+        try:
+            for body in mine:
+                ledger.append("verdict", body, session="s-bench", run="r-bench")
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=work, args=(bodies[n * share : (n + 1) * share],))
+        for n in range(appenders)
+    ]
+    for thread in threads:
+        thread.start()
+    with gc_paused():
+        start.wait()
+        began = time.perf_counter()
+        for thread in threads:
+            thread.join()
+        elapsed = time.perf_counter() - began
+    if errors:
+        raise errors[0]
+    expected = share * appenders
+    if ledger.size != expected:
+        sys.exit(f"abort: the ledger holds {ledger.size} entries, not the {expected} appended")
+    return elapsed
+
+
+def assay_round(
+    open_backend: Callable[[], LedgerBackend],
+    bodies: Sequence[dict[str, Any]],
+    appenders: int,
+    series: Series,
+) -> None:
+    backend = open_backend()
+    try:
+        ledger = Ledger(backend)
+        elapsed = run_appenders(ledger, bodies, appenders)
+        stats = backend.statistics()  # type: ignore[attr-defined]
+        series.rates.append(stats.entries / elapsed)
+        series.batches.append(stats.entries / stats.batches)
+    finally:
+        backend.close()
+
+
+def sqlite_connect(path: Path) -> sqlite3.Connection:
+    connection = sqlite3.connect(path, isolation_level=None)
+    (mode,) = connection.execute("PRAGMA journal_mode=WAL").fetchone()
+    assert mode == "wal", mode
+    connection.execute("PRAGMA synchronous=FULL")
+    return connection
+
+
+def raw_sqlite_round(
+    path: Path, bodies: Sequence[dict[str, Any]], batch: int, series: Series
+) -> None:
+    """One thread, ``batch`` rows per transaction, each committed with a sync."""
+    connection = sqlite_connect(path)
+    try:
+        connection.execute(RAW_SCHEMA)
+        dumps = json.dumps
+        with gc_paused():
+            began = time.perf_counter()
+            for at in range(0, len(bodies), batch):
+                connection.execute("BEGIN IMMEDIATE")
+                connection.executemany(
+                    RAW_INSERT, [(dumps(body),) for body in bodies[at : at + batch]]
+                )
+                connection.execute("COMMIT")
+            elapsed = time.perf_counter() - began
+        series.rates.append(len(bodies) / elapsed)
+        series.batches.append(float(batch))
+    finally:
+        connection.close()
+
+
+def raw_postgres_round(
+    url: str, schema: str, bodies: Sequence[dict[str, Any]], batch: int, series: Series
+) -> None:
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute("SET synchronous_commit = on")
+        connection.execute(f"CREATE SCHEMA {schema}")
+        connection.execute(f"CREATE TABLE {schema}.entries (id bigserial PRIMARY KEY, body text)")
+        insert = f"INSERT INTO {schema}.entries (body) VALUES (%s)"
+        dumps = json.dumps
+        with gc_paused():
+            began = time.perf_counter()
+            for at in range(0, len(bodies), batch):
+                with connection.transaction(), connection.cursor() as cursor:
+                    cursor.executemany(insert, [(dumps(body),) for body in bodies[at : at + batch]])
+            elapsed = time.perf_counter() - began
+    series.rates.append(len(bodies) / elapsed)
+    series.batches.append(float(batch))
+
+
+@dataclass
+class Row:
+    """One concurrency's figures on one store."""
+
+    appenders: int
+    assay: Series
+    raw_same: Series
+    raw_one: Series | None = None
+
+
+def round_batch(mean: float) -> int:
+    return max(1, round(mean))
+
+
+def bench_sqlite(
+    workdir: Path, pool: Sequence[dict[str, Any]], counts: dict[int, int], rounds: int
+) -> list[Row]:
+    rows: list[Row] = []
+    serial = iter(range(1_000_000))
+    for appenders in CONCURRENCY:
+        bodies = pool[: counts[appenders]]
+        row = Row(
+            appenders,
+            Series("assay"),
+            Series("raw sqlite3, same batch"),
+            Series("raw sqlite3, batch 1"),
+        )
+        for _ in range(rounds):
+            path = workdir / f"assay-{next(serial)}.db"
+            assay_round(lambda path=path: SQLiteBackend(path), bodies, appenders, row.assay)
+            batch = round_batch(row.assay.batches[-1])
+            raw_sqlite_round(workdir / f"raw-{next(serial)}.db", bodies, batch, row.raw_same)
+            assert row.raw_one is not None
+            raw_sqlite_round(workdir / f"raw-{next(serial)}.db", bodies, 1, row.raw_one)
+        rows.append(row)
+    return rows
+
+
+@contextmanager
+def durable_cluster() -> Iterator[PostgresCluster]:
+    """The test suite's throwaway cluster, with fsync and full-page writes turned back on
+    (it starts with them off), so a commit waits for the disk as on a real server."""
+    with PostgresCluster() as cluster:
+        with psycopg.connect(cluster.url, autocommit=True) as admin:
+            admin.execute("ALTER SYSTEM SET fsync = on")
+            admin.execute("ALTER SYSTEM SET full_page_writes = on")
+            admin.execute("ALTER SYSTEM SET synchronous_commit = on")
+            admin.execute("SELECT pg_reload_conf()")
+        yield cluster
+
+
+def bench_postgres(
+    url: str, pool: Sequence[dict[str, Any]], counts: dict[int, int], rounds: int
+) -> list[Row]:
+    rows: list[Row] = []
+    serial = iter(range(1_000_000))
+    for appenders in CONCURRENCY:
+        bodies = pool[: counts[appenders]]
+        row = Row(appenders, Series("assay"), Series("raw psycopg, same batch"))
+        for _ in range(rounds):
+            schema = f"assay_{next(serial)}"
+            assay_round(
+                lambda schema=schema: PostgresBackend(url, schema=schema),
+                bodies,
+                appenders,
+                row.assay,
+            )
+            batch = round_batch(row.assay.batches[-1])
+            raw_postgres_round(url, f"raw_{next(serial)}", bodies, batch, row.raw_same)
+        rows.append(row)
+    return rows
+
+
+def print_rows(title: str, rows: Sequence[Row], peer: str) -> None:
+    print(f"\n{title}")
+    print(
+        f"  {'appenders':>9}{'mean batch':>12}{'assay/s':>11}{peer + '/s':>16}{'ratio':>9}"
+        f"{'batch-1/s':>12}{'vs batch 1':>12}{'assay median':>14}"
+    )
+    for row in rows:
+        one = f"{row.raw_one.best:>12,.0f}" if row.raw_one else f"{'-':>12}"
+        versus_one = (
+            f"{ratio(row.assay.best / row.raw_one.best):>12}" if row.raw_one else f"{'-':>12}"
+        )
+        print(
+            f"  {row.appenders:>9}{row.assay.mean_batch:>12.1f}{row.assay.best:>11,.0f}"
+            f"{row.raw_same.best:>16,.0f}{ratio(row.assay.best / row.raw_same.best):>9}"
+            f"{one}{versus_one}{row.assay.median:>14,.0f}"
+        )
+
+
+@dataclass(frozen=True)
+class Target:
+    text: str
+    measured: float
+    goal: float
+    shown: str
+
+    @property
+    def status(self) -> str:
+        return "PASS" if self.measured >= self.goal else "MISS"
+
+
+def targets(sqlite_rows: Sequence[Row]) -> list[Target]:
+    found = [
+        Target(
+            f"{row.appenders:>2} appenders: assay ≥ {SQLITE_RATIO_TARGET}x raw sqlite3",
+            row.assay.best / row.raw_same.best,
+            SQLITE_RATIO_TARGET,
+            ratio(row.assay.best / row.raw_same.best),
+        )
+        for row in sqlite_rows
+    ]
+    sixty_four = next(row for row in sqlite_rows if row.appenders == 64)
+    found.append(
+        Target(
+            f"64 appenders: assay ≥ {SQLITE_64_TARGET:,.0f} entries/s",
+            sixty_four.assay.best,
+            SQLITE_64_TARGET,
+            f"{sixty_four.assay.best:,.0f}/s",
+        )
+    )
+    return found
+
+
+def series_json(series: Series | None) -> dict[str, Any] | None:
+    if series is None:
+        return None
+    return {
+        "best_entries_per_s": series.best,
+        "median_entries_per_s": series.median,
+        "round_entries_per_s": series.rates,
+        "round_mean_batch": series.batches,
+    }
+
+
+def rows_json(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    return [
+        {
+            "appenders": row.appenders,
+            "assay": series_json(row.assay),
+            "raw_same_batch": series_json(row.raw_same),
+            "raw_batch_1": series_json(row.raw_one),
+            "ratio_same_batch": row.assay.best / row.raw_same.best,
+        }
+        for row in rows
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer, smaller rounds (smoke run)")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures here")
+    args = parser.parse_args(argv)
+    rounds = 1 if args.quick else 3
+    counts = {1: 500, 8: 2_000, 64: 6_400} if args.quick else {1: 2_000, 8: 8_000, 64: 32_000}
+    pool = [build_body(index) for index in range(max(counts.values()))]
+    body_bytes = statistics.mean(len(json.dumps(body)) for body in pool[:100])
+    settings: dict[str, Any] = {
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "machine": platform.machine(),
+        "rounds": rounds,
+        "entries": counts,
+        "body_bytes": body_bytes,
+    }
+    print(
+        f"assay ledger benchmark: Python {settings['python']}, SQLite {settings['sqlite']}, "
+        f"{rounds} round(s), best shown\n"
+        f"bodies: ~{body_bytes:.0f} bytes of JSON each, all distinct; entries per round: "
+        + ", ".join(f"{counts[n]:,} with {n}" for n in CONCURRENCY)
+        + "\ndurability: SQLite WAL + synchronous=FULL, a commit per batch on both sides"
+    )
+
+    with tempfile.TemporaryDirectory(prefix="assay-bench-ledger-") as workdir:
+        sqlite_rows = bench_sqlite(Path(workdir), pool, counts, rounds)
+    print_rows("SQLite: durable appends per second", sqlite_rows, "raw sqlite3")
+
+    postgres_rows: list[Row] = []
+    postgres_note = None
+    try:
+        with durable_cluster() as cluster:
+            postgres_rows = bench_postgres(cluster.url, pool, counts, rounds)
+    except PostgresMissingError as missing:
+        postgres_note = str(missing)
+    if postgres_rows:
+        print_rows(
+            "PostgreSQL (throwaway local cluster, fsync on, synchronous_commit on)",
+            postgres_rows,
+            "raw psycopg",
+        )
+    else:
+        print(f"\nPostgreSQL: not run: {postgres_note}")
+
+    found = targets(sqlite_rows)
+    print("\nTargets (SPEC §11, informational)")
+    for target in found:
+        print(f"  {target.status:<5} {target.text:<44} measured {target.shown}")
+    if args.json is not None:
+        figures = {
+            "settings": settings,
+            "sqlite": rows_json(sqlite_rows),
+            "postgres": rows_json(postgres_rows) if postgres_rows else postgres_note,
+            "targets": [
+                {"target": t.text, "goal": t.goal, "measured": t.measured, "status": t.status}
+                for t in found
+            ],
+        }
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+        print(f"\nfigures written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
