@@ -45,6 +45,7 @@ bench: setup
 	.venv/bin/python bench/expressions.py
 	.venv/bin/python bench/adversarial.py
 	.venv/bin/python bench/verify.py
+	.venv/bin/python bench/ledger.py
 
 clean:
 	rm -rf .venv .tools
