@@ -46,7 +46,8 @@ T = TypeVar("T")
 Segments = tuple[str, ...]
 
 SEED = 20260101
-TAU2_RETAIL_DB = Path("/work/shared/data/tau2/retail/db.json")
+# The shared data folder sits beside the repository (../shared).
+TAU2_RETAIL_DB = Path(__file__).resolve().parents[2] / "shared/data/tau2/retail/db.json"
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,8 @@ from assay.expr.path import MISSING, format_path, parse_path, read_path
 from assay.graph import Answer, FireResult, Session, build_navigation_graph
 from assay.state import Snapshot
 
-TAU2: Final = Path("/work/shared/data/tau2")
+# The shared data folder sits beside the repository (../shared).
+TAU2: Final = Path(__file__).resolve().parents[2] / "shared" / "data" / "tau2"
 RETAIL_DB: Final = TAU2 / "retail" / "db.json"
 SPLITS: Final = TAU2 / "retail" / "split_tasks.json"
 GOLD: Final = TAU2 / "fixtures" / "tau2_retail_gold.jsonl"

@@ -1,7 +1,7 @@
 """The ledger's Merkle tree against third-party vectors, the RFC's own recursion, and tampering.
 
-The vectors are transparency-dev/merkle's (``/work/shared/vectors/merkle``): every valid probe
-verifies and every ``wantErr`` probe raises ``ProofError``. The properties compare the cached
+The vectors are transparency-dev/merkle's (``shared/vectors/merkle``, beside the repository):
+every valid probe verifies and every ``wantErr`` probe raises ``ProofError``. The properties compare the cached
 tree with RFC 9162's definitions written out naively, and flip bytes to see verification fail.
 """
 
@@ -29,7 +29,8 @@ from assay.ledger.merkle import (
     verify_inclusion,
 )
 
-VECTORS: Final = Path("/work/shared/vectors/merkle/testdata")
+# The shared vectors sit beside the repository (../shared).
+VECTORS: Final = Path(__file__).resolve().parents[2] / "shared" / "vectors" / "merkle" / "testdata"
 VECTOR_FILES: Final = sorted(VECTORS.rglob("*.json"))
 
 # RFC 6962's test leaves, from which the vectors' numbered folders were made.
