@@ -1,8 +1,9 @@
 """The ledger's Merkle tree against third-party vectors, the RFC's own recursion, and tampering.
 
 The vectors are transparency-dev/merkle's (``shared/vectors/merkle``, beside the repository):
-every valid probe verifies and every ``wantErr`` probe raises ``ProofError``. The properties compare the cached
-tree with RFC 9162's definitions written out naively, and flip bytes to see verification fail.
+every valid probe verifies and every ``wantErr`` probe raises ``ProofError``. The properties
+compare the cached tree with RFC 9162's definitions written out naively, and flip bytes to see
+verification fail.
 """
 
 from __future__ import annotations
