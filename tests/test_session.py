@@ -485,3 +485,28 @@ def test_redacted_keys_never_appear_in_fire_results_or_answers() -> None:
     assert texts[0].count('"redacted":true') == 1
     for text in texts:
         assert "sk-live" not in text
+
+
+def test_one_report_settles_the_earliest_fire_per_changed_key() -> None:
+    graph = build_navigation_graph(
+        "two",
+        pages={
+            "p": {
+                "actions": {
+                    "a": {"does": "Write a", "writes": ["a"]},
+                    "b": {"does": "Write b", "writes": ["b"]},
+                }
+            }
+        },
+    )
+
+    async def main(clock: VirtualClock) -> Any:
+        s = graph.create_session(node="p", state={"a": 0, "b": 0}, clock=clock)
+        s.register_actions("p", handlers={"a": lambda x: None, "b": lambda x: None})
+        first_a = s.fire("p.a")
+        second_a = s.fire("p.a")
+        only_b = s.fire("p.b")
+        s.report({"a": 1, "b": 1})
+        return [s.did_it_work(f.transition_id or "").answer for f in (first_a, second_a, only_b)]
+
+    assert run(main) == ["worked", "pending", "worked"]

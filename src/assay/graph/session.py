@@ -347,23 +347,32 @@ class Session:
             self._finish(transition, Phase.FAILED)
 
     def _on_change(self, snapshot: Snapshot, paths: tuple[tuple[str, ...], ...]) -> None:
-        """Settle the earliest queued writes-only fire per written key that changed."""
+        """Each changed path settles the earliest queued writes-only fire that declares it.
+
+        One report can settle several fires when it touches keys different fires wait on,
+        but never two fires through the same changed path: FIFO order of firing decides.
+        """
         if not self.queue:
             return
+        unclaimed = list(paths)
         for transition in list(self.queue):
+            if not unclaimed:
+                return
             if transition.phase.terminal:
                 self.queue.remove(transition)
                 continue
             written = [parse_path(key) for key in transition.writes]
-            if any(related(path, write) for path in paths for write in written):
-                self.queue.remove(transition)
-                transition.commit = self._commit_bundle(transition, snapshot)
-                if transition.handler_done:
-                    self._finish(transition, Phase.WORKED)
-                else:
-                    transition.waiting_on = "the handler to finish (the state report landed)"
-                    transition.observed = True
-                return
+            claimed = [path for path in unclaimed if any(related(path, w) for w in written)]
+            if not claimed:
+                continue
+            unclaimed = [path for path in unclaimed if path not in claimed]
+            self.queue.remove(transition)
+            transition.commit = self._commit_bundle(transition, snapshot)
+            if transition.handler_done:
+                self._finish(transition, Phase.WORKED)
+            else:
+                transition.waiting_on = "the handler to finish (the state report landed)"
+                transition.observed = True
 
     def _commit_bundle(self, transition: Transition, after: Snapshot) -> list[FieldChange]:
         written = [parse_path(key) for key in transition.writes]
