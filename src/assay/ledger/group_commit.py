@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from assay.errors import LedgerError
+from assay.ledger.backend import LedgerBackend
 from assay.ledger.entry import Entry, EntryDraft
 
 
@@ -202,3 +203,21 @@ def _wrap(exc: BaseException, name: str) -> LedgerError:
     error = LedgerError(f"{reason}; nothing in this batch was stored", url=name)
     error.__cause__ = exc
     return error
+
+
+class GroupCommittedBackend(LedgerBackend):
+    """A database backend whose appends go through one ``GroupCommit`` (``self._group``)."""
+
+    _group: GroupCommit
+
+    def statistics(self) -> GroupCommitStatistics:
+        """How this process's appends have been grouped into commits."""
+        return self._group.statistics()
+
+    def add_commit_listener(self, listener: Callable[[list[Entry]], None]) -> None:
+        self._group.add_listener(listener)
+
+    def append(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
+        if not drafts:
+            return []
+        return self._group.submit(drafts)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Final, LiteralString
 
 import psycopg
@@ -23,7 +23,6 @@ from assay.ledger.backend import (
     CHECKPOINT_FIELDS,
     COLUMNS,
     EntryFilter,
-    LedgerBackend,
     StoredCheckpoint,
     StoredRow,
     checkpoint_fields,
@@ -31,7 +30,7 @@ from assay.ledger.backend import (
 )
 from assay.ledger.checkpoint import Checkpoint
 from assay.ledger.entry import GENESIS_HASH, Entry, EntryDraft, entry_from_canonical, seal_all
-from assay.ledger.group_commit import GroupCommit, GroupCommitStatistics
+from assay.ledger.group_commit import GroupCommit, GroupCommittedBackend
 
 _SCHEMA: Final[LiteralString] = """
 CREATE SCHEMA IF NOT EXISTS {schema};
@@ -102,7 +101,7 @@ def lock_key(schema: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-class PostgresBackend(LedgerBackend):
+class PostgresBackend(GroupCommittedBackend):
     """A ledger in PostgreSQL tables ``ledger_entries`` and ``ledger_checkpoints``.
 
     ``schema`` names the PostgreSQL schema that holds them (``public`` by default), so one
@@ -141,18 +140,6 @@ class PostgresBackend(LedgerBackend):
     def schema(self) -> str:
         """The PostgreSQL schema holding the ledger's tables."""
         return self._schema
-
-    def statistics(self) -> GroupCommitStatistics:
-        """How this process's appends have been grouped into transactions."""
-        return self._group.statistics()
-
-    def add_commit_listener(self, listener: Callable[[list[Entry]], None]) -> None:
-        self._group.add_listener(listener)
-
-    def append(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
-        if not drafts:
-            return []
-        return self._group.submit(drafts)
 
     def read(self, start: int, stop: int) -> list[Entry]:
         rows = self._fetch(

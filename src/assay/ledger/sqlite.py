@@ -16,7 +16,7 @@ import functools
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -26,14 +26,13 @@ from assay.ledger.backend import (
     CHECKPOINT_FIELDS,
     COLUMNS,
     EntryFilter,
-    LedgerBackend,
     StoredCheckpoint,
     StoredRow,
     checkpoint_fields,
 )
 from assay.ledger.checkpoint import Checkpoint
 from assay.ledger.entry import GENESIS_HASH, Entry, EntryDraft, entry_from_canonical, seal_all
-from assay.ledger.group_commit import GroupCommit, GroupCommitStatistics
+from assay.ledger.group_commit import GroupCommit, GroupCommittedBackend
 
 _APPEND_ONLY: Final = "assay ledger: {table} is append-only; {operation} refused"
 
@@ -131,7 +130,7 @@ def _as_bytes(value: object) -> bytes:
     return repr(value).encode()
 
 
-class SQLiteBackend(LedgerBackend):
+class SQLiteBackend(GroupCommittedBackend):
     """A ledger in one SQLite file, created with its schema if missing.
 
     ``busy_timeout`` bounds how long a write waits for another process holding the file's
@@ -167,18 +166,6 @@ class SQLiteBackend(LedgerBackend):
     def path(self) -> Path:
         """The database file."""
         return self._path
-
-    def statistics(self) -> GroupCommitStatistics:
-        """How appends have been grouped into commits."""
-        return self._group.statistics()
-
-    def add_commit_listener(self, listener: Callable[[list[Entry]], None]) -> None:
-        self._group.add_listener(listener)
-
-    def append(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
-        if not drafts:
-            return []
-        return self._group.submit(drafts)
 
     def read(self, start: int, stop: int) -> list[Entry]:
         rows = self._fetch(
