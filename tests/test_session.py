@@ -171,6 +171,7 @@ def test_writes_without_declarative_verify_get_no_already_true_and_wait_for_a_re
         "outcome_now": None,
         "error": None,
         "refusal": None,
+        "refusal_figures": None,
         "materialized": True,
     }
     assert answer.answer == "pending"

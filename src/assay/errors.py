@@ -18,8 +18,12 @@ resembles, so callers can catch either::
     ├── CheckpointError(ValueError)                 a signed tree head failed verification
     ├── SigningKeyError(ValueError)                 a signing or public key could not be loaded
     ├── LedgerEntryError(ValueError)                a malformed entry was refused; nothing stored
-    └── LedgerError(RuntimeError)                   the ledger could not be opened, read or written
-        └── LedgerIntegrityError                    a stored entry or checkpoint does not verify
+    ├── LedgerError(RuntimeError)                   the ledger could not be opened, read or written
+    │   └── LedgerIntegrityError                    a stored entry or checkpoint does not verify
+    ├── RequestError(ValueError)                    a port's input was malformed; nothing done
+    │   └── IdempotencyKeyReusedError               one key, two different requests
+    ├── NotFoundError(LookupError)                  no session, transition or entry by that id
+    └── ApplicationError(RuntimeError)              an application could not be loaded or run
 
 Errors carry the pieces of their message as attributes, so programs need not parse text.
 """
@@ -209,3 +213,88 @@ class LedgerIntegrityError(LedgerError):
         self.reason = reason
         self.field = field
         self.checkpoint = checkpoint
+
+
+class RequestError(AssayError, ValueError):
+    """A request to a port (HTTP, MCP, Python) was malformed; nothing was done.
+
+    ``field`` names the part of the request that was wrong, when one part was.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class IdempotencyKeyReusedError(RequestError):
+    """An idempotency key came back with a different request than the one it first named."""
+
+    def __init__(self, message: str, *, key: str) -> None:
+        super().__init__(message, field="Idempotency-Key")
+        self.key = key
+
+
+class NotFoundError(AssayError, LookupError):
+    """No session, transition, run or entry has the id asked for; ``kind`` and ``id`` say which."""
+
+    def __init__(self, message: str, *, kind: str, id: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.id = id
+
+    def __str__(self) -> str:
+        # LookupError would show the message quoted, as KeyError does; show it plain.
+        return str(self.args[0])
+
+
+class ApplicationError(AssayError, RuntimeError):
+    """An application (``--app MODULE:ATTR``) could not be loaded, started or stopped."""
+
+
+class WorkflowError(AssayError, ValueError):
+    """A workflow definition, or the input a run was started with, is invalid.
+
+    ``workflow`` names the workflow (or file), ``step`` the step and ``field`` the field at
+    fault, where there is one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        workflow: str | None = None,
+        step: str | None = None,
+        field: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.workflow = workflow
+        self.step = step
+        self.field = field
+
+
+class WorkflowLintError(WorkflowError):
+    """A workflow breaks an authoring rule; nothing was run.
+
+    ``problems`` holds every problem found (each with ``rule``, ``step``, ``criterion`` and
+    ``message``); ``step`` and ``criterion`` name the first, for programs that want one.
+    """
+
+    def __init__(self, message: str, *, workflow: str, problems: tuple[object, ...]) -> None:
+        first = problems[0] if problems else None
+        super().__init__(message, workflow=workflow, step=getattr(first, "step", None))
+        self.problems = problems
+        self.criterion: str | None = getattr(first, "criterion", None)
+        self.rule: str | None = getattr(first, "rule", None)
+
+
+class RunError(AssayError, RuntimeError):
+    """An illegal move in a workflow run's lifecycle; ``run_id`` and ``status`` say where."""
+
+    def __init__(self, message: str, *, run_id: str, status: str | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.status = status
+
+
+class RunNotFoundError(RunError, LookupError):
+    """No run with ``run_id`` is recorded in the ledger."""

@@ -6,11 +6,16 @@ what was seen, so a graph that builds is a graph whose contracts can be checked.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any, Final
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, best_match
 
 from assay.errors import ContractError, ExpressionSyntaxError, GraphError
 from assay.expr import Expression, compile_expression
@@ -134,7 +139,7 @@ def parse_action(page: str, name: str, raw: Any) -> ActionSpec:
         expression=expression,
         to=to,
         reversibility=reversibility,
-        input_schema=_mapping_or_none(raw.get("input"), "input", fail),
+        input_schema=_input_schema(raw.get("input"), fail),
         single_flight=_flag(raw.get("single_flight", False), "single_flight", fail),
         settle_ms=_milliseconds(raw.get("settle_ms", 0), "settle_ms", fail),
         verify_timeout_ms=_milliseconds(
@@ -241,3 +246,35 @@ def _milliseconds(raw: Any, name: str, fail: Any) -> int:
     if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0:
         return raw
     raise fail(name, f"expected a whole number of milliseconds (0 or more), got {raw!r}")
+
+
+def _input_schema(raw: Any, fail: Any) -> Mapping[str, Any] | None:
+    """A JSON Schema (2020-12) for the action's arguments, checked to be one at build time."""
+    schema = _mapping_or_none(raw, "input", fail)
+    if schema is None:
+        return None
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as error:
+        raise fail("input", f"not a valid JSON Schema: {error.message}") from None
+    return schema
+
+
+def check_arguments(spec: ActionSpec, args: Mapping[str, Any]) -> None:
+    """Raise ``ValueError`` naming the first argument that breaks the action's input schema."""
+    if spec.input_schema is None:
+        return
+    validator = _validator(spec.id, _freeze(spec.input_schema))
+    error = best_match(validator.iter_errors(dict(args)))
+    if error is not None:
+        where = "args" + "".join(f"[{part!r}]" for part in error.absolute_path)
+        raise ValueError(f"{spec.id}: {where}: {error.message}")
+
+
+@lru_cache(maxsize=512)
+def _validator(action: str, frozen: str) -> Draft202012Validator:
+    return Draft202012Validator(json.loads(frozen))
+
+
+def _freeze(schema: Mapping[str, Any]) -> str:
+    return json.dumps(schema, sort_keys=True)

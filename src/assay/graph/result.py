@@ -30,6 +30,28 @@ class CurrentCheck(BaseModel):
     detail: str
 
 
+class RefusalFigures(BaseModel):
+    """The figures behind a refusal, so a caller can act on it without parsing prose."""
+
+    model_config = ConfigDict(frozen=True)
+
+    confidence: float | None = Field(default=None, description="low_confidence: now")
+    threshold: float | None = Field(
+        default=None, description="low_confidence: what the action's tier needs"
+    )
+    freshness: float | None = None
+    coverage: float | None = None
+    health: float | None = None
+    reversibility: str | None = Field(default=None, description="the action's tier")
+    holder: str | None = Field(
+        default=None, description="single_flight: the pending transition holding the action"
+    )
+    node: str | None = Field(default=None, description="not_available_here: where the session is")
+    available_at: list[str] | None = Field(
+        default=None, description="not_available_here: the pages that declare the action"
+    )
+
+
 class FireResult(BaseModel):
     """What ``fire`` returns at once, and again, settled, from a wait."""
 
@@ -50,6 +72,9 @@ class FireResult(BaseModel):
         default=None,
         description="why a fire was refused: unknown_action, not_available_here, single_flight, "
         "low_confidence, bad_arguments",
+    )
+    refusal_figures: RefusalFigures | None = Field(
+        default=None, description="refused only: the figures behind the refusal"
     )
     materialized: bool = Field(default=True, description="false when no handler is wired")
 

@@ -28,10 +28,17 @@ from assay.expr.contract import Contract, compile_contract
 from assay.expr.path import parse_path
 from assay.expr.predicate import Predicate
 from assay.graph.binding import AllOf, ArgsPredicate, covers, fill, related
-from assay.graph.declaration import ActionSpec, Reversibility
+from assay.graph.declaration import ActionSpec, Reversibility, check_arguments
 from assay.graph.evidence import EvidenceLog, change_json
 from assay.graph.journey import Journey
-from assay.graph.result import ALREADY_TRUE_WHY, Answer, CurrentCheck, EffectStatus, FireResult
+from assay.graph.result import (
+    ALREADY_TRUE_WHY,
+    Answer,
+    CurrentCheck,
+    EffectStatus,
+    FireResult,
+    RefusalFigures,
+)
 from assay.graph.transition import Phase, Transition
 from assay.redaction import Redaction
 from assay.state.snapshot import FieldChange, Snapshot
@@ -98,7 +105,7 @@ class Session:
         self.journeys: dict[str, Journey] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
         self.contracts: dict[str, Contract] = {}
-        self.store.subscribe_all(self._on_change)
+        self._subscription = self.store.subscribe_all(self._on_change)
 
     def register_actions(self, page: str, handlers: Mapping[str, Handler]) -> None:
         """Wire handlers (plain or async callables taking the fire's args) to ``page``."""
@@ -108,6 +115,15 @@ class Session:
             if not callable(handler):
                 raise TypeError(f"the handler for {page}.{name} is not callable")
             self.handlers[f"{page}.{name}"] = handler
+
+    def register_actions_by_id(self, handlers: Mapping[str, Handler]) -> None:
+        """Wire handlers keyed by ``page.action``, across pages."""
+        by_page: dict[str, dict[str, Handler]] = {}
+        for action_id, handler in handlers.items():
+            page, _, name = action_id.partition(".")
+            by_page.setdefault(page, {})[name] = handler
+        for page, page_handlers in by_page.items():
+            self.register_actions(page, page_handlers)
 
     def available(self) -> list[ActionSpec]:
         """The actions available at the current node."""
@@ -137,6 +153,7 @@ class Session:
             return self._refuse(
                 spec, args, source, "not_available_here",
                 f"{action_id} is not available at {self.node!r}; it is available at {where}",
+                RefusalFigures(node=self.node, available_at=self.graph.pages_with(spec.name)),
             )  # fmt: skip
         try:
             writes, predicate, declared = self._bind(spec, args, verify_expression)
@@ -149,15 +166,21 @@ class Session:
                 spec, args, source, "single_flight",
                 f"{spec.id} is single-flight and {holder} is still pending; wait for it to "
                 "settle (did_it_work) before firing again",
+                RefusalFigures(holder=holder),
             )  # fmt: skip
         confidence = self.substrate.confidence()
         threshold = self.thresholds[spec.reversibility]
         if confidence.value < threshold:
             return self._refuse(
                 spec, args, source, "low_confidence",
-                f"confidence {confidence.value:.2f} is below the {threshold:.2f} that a "
-                f"{spec.reversibility.value} action needs (freshness {confidence.freshness:.2f}, "
+                f"confidence {confidence.value:.2f} is below the {threshold:.2f} that "
+                f"{_article(spec.reversibility.value)} action needs (freshness {confidence.freshness:.2f}, "
                 f"coverage {confidence.coverage:.2f}, health {confidence.health:.2f})",
+                RefusalFigures(
+                    confidence=confidence.value, threshold=threshold,
+                    freshness=confidence.freshness, coverage=confidence.coverage,
+                    health=confidence.health, reversibility=spec.reversibility.value,
+                ),
             )  # fmt: skip
         transition = self._mint(spec, args, source, writes, predicate)
         if spec.single_flight:
@@ -192,6 +215,7 @@ class Session:
                 f"{spec.id} needs the argument{'s' if len(missing) > 1 else ''} "
                 f"{', '.join(missing)} (used in its writes or verify contract)"
             )
+        check_arguments(spec, args)
         writes = tuple(fill(key, args) for key in spec.writes)
         parts: list[Predicate] = []
         declared = None
@@ -232,11 +256,18 @@ class Session:
         self.transitions[transition.id] = transition
         return transition
 
-    def _refuse(
-        self, spec: ActionSpec, args: dict[str, Any], source: str, reason: str, message: str
+    def _refuse(  # noqa: PLR0917
+        self,
+        spec: ActionSpec,
+        args: dict[str, Any],
+        source: str,
+        reason: str,
+        message: str,
+        figures: RefusalFigures | None = None,
     ) -> FireResult:
         transition = self._mint(spec, args, source, (), None)
         transition.refusal = reason
+        transition.refusal_figures = figures
         transition.error = message
         transition.settle(Phase.REFUSED, self.clock.monotonic(), self.store.version)
         self._record(
@@ -248,6 +279,7 @@ class Session:
                 "source": source,
                 "refusal": reason,
                 "error": message,
+                "figures": None if figures is None else figures.model_dump(exclude_none=True),
             },
         )
         return self.result(transition)
@@ -464,6 +496,7 @@ class Session:
             outcome_now=self._outcome_now(transition),
             error=transition.error,
             refusal=transition.refusal,
+            refusal_figures=transition.refusal_figures,
             materialized=transition.materialized,
         )
 
@@ -556,7 +589,8 @@ class Session:
         return journey
 
     async def close(self) -> None:
-        """Cancel background work (verifications, async handlers)."""
+        """Cancel background work (verifications, async handlers) and stop listening."""
+        self._subscription.cancel()
         for task in list(self.tasks):
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
@@ -587,3 +621,7 @@ def _why(transition: Transition, waiting_on: str | None) -> str:
 
 def _cancel(future: asyncio.Future[Any]) -> None:
     future.cancel()
+
+
+def _article(word: str) -> str:
+    return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"

@@ -15,6 +15,7 @@ from typing import Any
 from assay.errors import TransitionError
 from assay.expr.predicate import ConditionEvidence, Predicate
 from assay.graph.declaration import ActionSpec
+from assay.graph.result import RefusalFigures
 from assay.state.snapshot import FieldChange, Snapshot
 from assay.verify.outcome import VerificationOutcome
 
@@ -54,6 +55,7 @@ class Transition:
     handler_result: Any = None
     error: str | None = None
     refusal: str | None = None
+    refusal_figures: RefusalFigures | None = None
     outcome: VerificationOutcome | None = None
     commit: list[FieldChange] = field(default_factory=list)
     settled_at: float | None = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
@@ -108,6 +108,13 @@ class Ledger:
         return await asyncio.to_thread(
             self.append, kind, body, session=session, transition=transition, run=run
         )
+
+    def store(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
+        """Store ``draft``s in order as one durable commit; answers them as entries."""
+        entries = self._backend.append(list(drafts))
+        for entry in entries:
+            self._absorb(entry)
+        return entries
 
     def refresh(self) -> TreeHead:
         """Take in entries other writers (other processes) stored; return the tree head."""

@@ -1,0 +1,134 @@
+"""Applications: what ``--app MODULE:ATTR`` names, and how assay connects to one.
+
+An ``Application`` is a navigation graph, the page sessions start on, and ``connect``: a
+coroutine that reaches the running application and answers a ``Connection`` — the
+``Substrate`` assay observes it through (pushed reports, probes or both) and the handlers
+that act on it. The daemon and the MCP server host any application the same way; the
+built-in example (``assay.examples.outpost``) is one like any other.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.clock import Clock
+from assay.errors import ApplicationError
+from assay.graph.graph import NavigationGraph
+from assay.graph.session import Handler
+from assay.redaction import Redaction
+from assay.state.store import StateStore
+from assay.state.substrate import Substrate
+
+DEFAULT_APPLICATION = "assay.examples.outpost:APPLICATION"
+
+
+@dataclass
+class Connection:
+    """A live connection to an application: its observed state and its action handlers.
+
+    ``handlers`` maps ``page.action`` to a plain or async callable taking the fire's args.
+    ``close`` is awaited when the host stops.
+    """
+
+    substrate: Substrate
+    handlers: Mapping[str, Handler]
+    close: Callable[[], Awaitable[None]] | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    async def aclose(self) -> None:
+        """Stop observing the application and release what ``connect`` opened."""
+        await self.substrate.stop()
+        if self.close is not None:
+            await self.close()
+
+
+Connect = Callable[["ConnectContext"], Awaitable[Connection]]
+
+
+@dataclass(frozen=True)
+class ConnectContext:
+    """What ``connect`` is given: the host's clock and redaction, for the substrate it builds."""
+
+    clock: Clock
+    redaction: Redaction
+
+
+@dataclass(frozen=True)
+class Application:
+    """A graph, the page sessions start on, and how to connect to the running application."""
+
+    graph: NavigationGraph
+    start: str
+    connect: Connect
+    description: str = ""
+    redaction: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.start not in self.graph.pages:
+            raise ApplicationError(
+                f"{self.graph.app}: start: no page is called {self.start!r}; pages are "
+                f"{', '.join(self.graph.pages)}"
+            )
+
+    @classmethod
+    def in_process(
+        cls,
+        graph: NavigationGraph,
+        *,
+        start: str,
+        state: Mapping[str, Any] | None = None,
+        handlers: Mapping[str, Handler] | Callable[[StateStore], Mapping[str, Handler]],
+        expected_interval: float = 30.0,
+        description: str = "",
+        redaction: Iterable[str] = (),
+    ) -> Application:
+        """An application living in this process: its state starts as ``state`` and its
+        handlers (or a factory given the store, to report through) act on it."""
+
+        async def connect(context: ConnectContext) -> Connection:
+            store = StateStore(state, clock=context.clock)
+            substrate = Substrate(
+                store,
+                declared_keys=graph.declared_writes(),
+                expected_interval=expected_interval,
+                redaction=context.redaction,
+                clock=context.clock,
+            )
+            store.heartbeat(graph.app)
+            wired = handlers(store) if callable(handlers) else handlers
+            return Connection(substrate=substrate, handlers=dict(wired))
+
+        return cls(graph, start, connect, description, tuple(redaction))
+
+
+def load_application(target: str) -> Application:
+    """Import ``MODULE:ATTR`` and answer the ``Application`` it names (or a zero-argument
+    callable returning one); ``ApplicationError`` says what was wrong and what to do."""
+    module_name, colon, attribute = target.partition(":")
+    if not colon or not module_name or not attribute:
+        raise ApplicationError(
+            f"--app takes MODULE:ATTR (e.g. {DEFAULT_APPLICATION}), got {target!r}"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ApplicationError(
+            f"--app {target}: cannot import {module_name!r} ({error}); check the module "
+            "name and that it is importable from the working directory or PYTHONPATH"
+        ) from None
+    try:
+        value = getattr(module, attribute)
+    except AttributeError:
+        raise ApplicationError(
+            f"--app {target}: module {module_name!r} has no attribute {attribute!r}"
+        ) from None
+    if callable(value) and not isinstance(value, Application):
+        value = value()
+    if not isinstance(value, Application):
+        raise ApplicationError(
+            f"--app {target}: expected an assay.host.Application, got {type(value).__name__}"
+        )
+    return value

@@ -1,0 +1,375 @@
+"""``Host``: one application, its sessions and its ledger, behind every port.
+
+The HTTP daemon and the MCP server are thin: they parse a request into a wire type, call the
+host, and render the answer. The host connects to the application, opens sessions on its one
+shared substrate, fires and waits with a ceiling, verifies, takes state reports, and records
+every answer through ``DurableEvidence``; it answers a caller only once the evidence of that
+answer is durable.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from functools import lru_cache
+from types import TracebackType
+from typing import Any, Self
+
+from assay.clock import SYSTEM_CLOCK, Clock
+from assay.errors import NotFoundError, RequestError
+from assay.expr import compile_expression
+from assay.expr.contract import compile_contract
+from assay.expr.path import parse_path, read_path
+from assay.expr.predicate import Predicate
+from assay.graph.declaration import Reversibility
+from assay.graph.result import FireResult
+from assay.graph.session import DEFAULT_THRESHOLDS, Session
+from assay.host.application import Application, ConnectContext, Connection
+from assay.host.evidence import DurableEvidence
+from assay.host.idempotency import IdempotencyCache
+from assay.host.wire import (
+    ActionInfo,
+    ActionList,
+    ActionRequest,
+    ActionResponse,
+    ReportReceipt,
+    ReportRequest,
+    SessionInfo,
+    TransitionAnswer,
+    VerifyRequest,
+)
+from assay.ledger.ledger import Ledger
+from assay.redaction import Redaction
+from assay.state.substrate import Substrate, SubstrateState
+from assay.verify.loop import VerifyOptions, verify
+from assay.verify.outcome import VerificationOutcome
+
+DEFAULT_SESSION = "default"
+PROGRESS_EVERY_S = 1.0
+
+Progress = Callable[[float, float, str], Awaitable[None]]
+"""Called while a wait goes on: (elapsed ms, ceiling ms, what it waits on)."""
+
+
+class Host:
+    """Hosts ``application``: sessions on its state, evidence into ``ledger``."""
+
+    def __init__(
+        self,
+        application: Application,
+        ledger: Ledger,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        thresholds: Mapping[Reversibility | str, float] | None = None,
+        redaction: Redaction | None = None,
+    ) -> None:
+        self.application = application
+        self.graph = application.graph
+        self.ledger = ledger
+        self.clock = clock
+        self.redaction = redaction or Redaction(application.redaction)
+        self.thresholds: dict[Reversibility | str, float] = {}
+        for given in (DEFAULT_THRESHOLDS, thresholds or {}):
+            for key, value in given.items():
+                self.thresholds[Reversibility(key)] = value
+        self.evidence = DurableEvidence(ledger)
+        self.sessions: dict[str, Session] = {}
+        self.idempotency: IdempotencyCache[ActionResponse] = IdempotencyCache()
+        self._connection: Connection | None = None
+
+    async def start(self) -> None:
+        """Connect to the application, start observing it, open the default session."""
+        context = ConnectContext(clock=self.clock, redaction=self.redaction)
+        self._connection = await self.application.connect(context)
+        await self._connection.substrate.start()
+        self.open_session(session_id=DEFAULT_SESSION)
+
+    async def stop(self) -> None:
+        """Close every session and the connection; store what evidence is queued."""
+        for session in list(self.sessions.values()):
+            await session.close()
+        self.sessions.clear()
+        if self._connection is not None:
+            await self._connection.aclose()
+            self._connection = None
+        self.evidence.close()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    @property
+    def connection(self) -> Connection:
+        """The live connection; an error before ``start``."""
+        if self._connection is None:
+            raise RuntimeError("the host has not been started (use 'async with Host(...)')")
+        return self._connection
+
+    @property
+    def substrate(self) -> Substrate:
+        """The application's observed state, shared by every session."""
+        return self.connection.substrate
+
+    def open_session(self, node: str | None = None, *, session_id: str | None = None) -> Session:
+        """A new session at ``node`` (the application's start page by default)."""
+        node = node or self.application.start
+        if node not in self.graph.pages:
+            raise RequestError(
+                f"no page is called {node!r}; pages are {', '.join(self.graph.pages)}",
+                field="node",
+            )
+        session = Session(
+            self.graph,
+            node=node,
+            substrate=self.substrate,
+            clock=self.clock,
+            redaction=self.redaction,
+            thresholds=self.thresholds,
+            evidence=self.evidence,
+            session_id=session_id or f"{self.graph.app}-{uuid.uuid4().hex[:12]}",
+        )
+        session.register_actions_by_id(self.connection.handlers)
+        self.sessions[session.id] = session
+        return session
+
+    def session(self, session_id: str | None) -> Session:
+        """The session called ``session_id`` (the default session for ``None``)."""
+        key = session_id or DEFAULT_SESSION
+        session = self.sessions.get(key)
+        if session is None:
+            raise NotFoundError(
+                f"no session is called {key!r}; open one with POST /v1/sessions "
+                f"(the default session is {DEFAULT_SESSION!r})",
+                kind="session",
+                id=key,
+            )
+        return session
+
+    async def close_session(self, session_id: str) -> None:
+        """Close a session; its transitions stay in the ledger."""
+        if session_id == DEFAULT_SESSION:
+            raise RequestError("the default session cannot be closed", field="session")
+        session = self.session(session_id)
+        del self.sessions[session_id]
+        await session.close()
+
+    def describe(self, session: Session) -> SessionInfo:
+        """Where ``session`` is and what it has fired."""
+        transitions = session.transitions.values()
+        return SessionInfo(
+            id=session.id,
+            app=self.graph.app,
+            node=session.node,
+            transitions=len(transitions),
+            pending=sum(1 for t in transitions if not t.phase.terminal),
+        )
+
+    def actions(self, session_id: str | None = None) -> ActionList:
+        """The actions at the session's current page, with what each needs to fire."""
+        session = self.session(session_id)
+        return ActionList(
+            session=session.id,
+            node=session.node,
+            confidence=self.substrate.confidence().value,
+            actions=[
+                ActionInfo(
+                    id=spec.id,
+                    does=spec.does,
+                    writes=list(spec.writes),
+                    verify=spec.verify_source,
+                    reversibility=spec.reversibility.value,
+                    threshold=self.thresholds[spec.reversibility],
+                    to=spec.to,
+                    single_flight=spec.single_flight,
+                    input_schema=dict(spec.input_schema) if spec.input_schema else None,
+                )
+                for spec in session.available()
+            ],
+        )
+
+    async def fire(
+        self,
+        request: ActionRequest,
+        *,
+        idempotency_key: str | None = None,
+        scope: str = "",
+        progress: Progress | None = None,
+    ) -> ActionResponse:
+        """Fire, wait up to ``request.wait_ms`` for settlement, answer once it is durable.
+
+        With ``idempotency_key``, a retry returns the first answer and never fires again.
+        """
+        if idempotency_key is None:
+            return await self._fire(request, progress)
+        return await self.idempotency.run(
+            scope, idempotency_key, request, lambda: self._fire(request, None)
+        )
+
+    async def _fire(self, request: ActionRequest, progress: Progress | None) -> ActionResponse:
+        session = self.session(request.session)
+        fired = session.fire(
+            request.action,
+            request.args,
+            source=request.source,
+            verify_expression=request.verify_expression,
+            verify_timeout_ms=request.verify_timeout_ms,
+        )
+        if fired.transition_id is not None and fired.effect_status == "pending":
+            fired = await self._wait(session, fired.transition_id, request.wait_ms, progress)
+        await self.evidence.durable()
+        return self._response(session, fired)
+
+    async def wait(
+        self,
+        session_id: str | None,
+        transition_id: str,
+        wait_ms: int,
+        progress: Progress | None = None,
+    ) -> TransitionAnswer:
+        """did_it_work, after waiting up to ``wait_ms`` for the transition to settle."""
+        session = self.session(session_id)
+        self._transition(session, transition_id)
+        await self._wait(session, transition_id, wait_ms, progress)
+        await self.evidence.durable()
+        return self.did_it_work(session_id, transition_id)
+
+    async def _wait(
+        self, session: Session, transition_id: str, wait_ms: int, progress: Progress | None
+    ) -> FireResult:
+        ceiling = wait_ms / 1000
+        started = self.clock.monotonic()
+        while True:
+            elapsed = self.clock.monotonic() - started
+            left = ceiling - elapsed
+            step = left if progress is None else min(left, PROGRESS_EVERY_S)
+            result = await session.wait(transition_id, max(step, 0.0))
+            if result.effect_status != "pending" or left <= step:
+                return result
+            if progress is not None:
+                waiting = session.did_it_work(transition_id).waiting_on or "settlement"
+                elapsed_ms = (self.clock.monotonic() - started) * 1000
+                await progress(elapsed_ms, float(wait_ms), waiting)
+
+    def did_it_work(self, session_id: str | None, transition_id: str) -> TransitionAnswer:
+        """pending, worked, failed, unobservable, refused or unmaterialized, with evidence."""
+        session = self.session(session_id)
+        self._transition(session, transition_id)
+        answer = session.did_it_work(transition_id)
+        return TransitionAnswer(session=session.id, **answer.model_dump())
+
+    def _transition(self, session: Session, transition_id: str) -> None:
+        if transition_id not in session.transitions:
+            raise NotFoundError(
+                f"session {session.id!r} has no transition {transition_id!r}; transition ids "
+                "look like page.action#N and belong to the session that fired them",
+                kind="transition",
+                id=transition_id,
+            )
+
+    def _response(self, session: Session, fired: FireResult) -> ActionResponse:
+        answer = None
+        if fired.transition_id is not None and fired.ok:
+            answer = session.did_it_work(fired.transition_id)
+        executed = fired.ok and fired.materialized
+        kind = answer.answer if answer is not None else None
+        success = (
+            True if kind == "worked" else None if kind in ("pending", "unobservable") else False
+        )
+        return ActionResponse(
+            executed=executed,
+            success=success,
+            session=session.id,
+            ok=fired.ok,
+            did=fired.did,
+            effect_status=fired.effect_status,
+            transition_id=fired.transition_id,
+            answer=kind if kind is not None else "refused",
+            waiting_on=answer.waiting_on if answer is not None else None,
+            already_true=fired.already_true,
+            why=fired.why if fired.why is not None else answer.why if answer else fired.error,
+            outcome_now=fired.outcome_now,
+            error=fired.error,
+            refusal=fired.refusal,
+            refusal_figures=fired.refusal_figures,
+            materialized=fired.materialized,
+            verification=fired.outcome,
+        )
+
+    async def verify(self, request: VerifyRequest) -> VerificationOutcome:
+        """Check a contract against the state until it holds or the timeout passes; the
+        answer is recorded as a verdict before it is returned."""
+        session = self.session(request.session)
+        predicate = self.predicate(request.expression)
+        options = VerifyOptions(
+            settle_ms=request.settle_ms,
+            timeout_ms=request.timeout_ms,
+            poll_interval_ms=self.substrate.poll_interval_ms,
+        )
+        outcome = await verify(
+            predicate,
+            self.substrate.store,
+            options=options,
+            clock=self.clock,
+            redaction=self.redaction,
+        )
+        self.evidence.append(
+            "verdict",
+            {"subject": "verify", "outcome": outcome.model_dump(mode="json")},
+            session=session.id,
+        )
+        await self.evidence.durable()
+        return outcome
+
+    def predicate(self, contract: str | Mapping[str, Any]) -> Predicate:
+        """Compile a contract: an expression string or a declarative filter mapping.
+
+        ``ExpressionSyntaxError`` (with position) and ``ContractError`` say what is wrong.
+        """
+        if isinstance(contract, str):
+            return _compile_expression(contract)
+        return compile_contract(contract, redaction=self.redaction)
+
+    def state(self, keys: list[str] | None = None) -> SubstrateState:
+        """The current state (redacted) with its confidence; only ``keys`` when given."""
+        state = self.substrate.state()
+        if not keys:
+            return state
+        selected: dict[str, Any] = {}
+        for key in keys:
+            try:
+                path = parse_path(key)
+            except Exception as error:
+                message = f"keys: {key!r} is not a state path: {error}"
+                raise RequestError(message, field="keys") from None
+            found = read_path(state.objects, path)
+            if found.found:
+                _place(selected, path, found.value)
+        return state.model_copy(update={"objects": selected})
+
+    def report(self, request: ReportRequest) -> ReportReceipt:
+        """Merge (or replace) the application's reported state; wakes whoever waits on it."""
+        store = self.substrate.store
+        if request.replace:
+            snapshot = store.replace(request.values, source=request.source)
+        else:
+            snapshot = store.report(request.values, source=request.source)
+        return ReportReceipt(changed=snapshot is not None, version=store.version)
+
+
+@lru_cache(maxsize=1024)
+def _compile_expression(source: str) -> Predicate:
+    return compile_expression(source)
+
+
+def _place(target: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    for part in path[:-1]:
+        target = target.setdefault(part, {})
+    target[path[-1]] = value
