@@ -47,3 +47,9 @@ def postgres_url() -> Iterator[str]:
             yield cluster.url
         return
     pytest.fail(missing, pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    """Async tests (``pytest.mark.anyio``) run on asyncio, as assay does."""
+    return "asyncio"

@@ -1,0 +1,200 @@
+"""The host: sessions on one application, durable evidence, idempotency, refusals with figures.
+
+The outpost tests run the real example application on a loopback port (real time: its
+effects land after real delays of a few hundred milliseconds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from assay.errors import IdempotencyKeyReusedError, NotFoundError, RequestError
+from assay.examples.outpost import APPLICATION, Outpost, outpost_connector
+from assay.graph import build_navigation_graph
+from assay.host import Application, DurableEvidence, Host
+from assay.host.wire import ActionRequest, ReportRequest, VerifyRequest
+from assay.ledger import Ledger
+from assay.ledger.memory import MemoryBackend
+
+pytestmark = pytest.mark.anyio
+
+DESK = build_navigation_graph(
+    "desk",
+    pages={
+        "workspace": {
+            "actions": {
+                "open-billing": {
+                    "does": "Open the billing view",
+                    "writes": ["view.domain"],
+                    "verify": {"view.domain": {"eq": "billing"}},
+                    "input": {
+                        "type": "object",
+                        "properties": {"tab": {"type": "string", "maxLength": 5}},
+                        "additionalProperties": False,
+                    },
+                },
+            }
+        }
+    },
+)
+
+
+def _desk(calls: list[dict[str, Any]]) -> Application:
+    def handlers(store: Any) -> dict[str, Any]:
+        def open_billing(args: dict[str, Any]) -> None:
+            calls.append(args)
+            store.report({"view.domain": "billing"}, source="desk")
+
+        return {"workspace.open-billing": open_billing}
+
+    return Application.in_process(
+        DESK, start="workspace", state={"view": {"domain": "home"}}, handlers=handlers
+    )
+
+
+@pytest.fixture
+async def desk() -> AsyncIterator[tuple[Host, list[dict[str, Any]]]]:
+    calls: list[dict[str, Any]] = []
+    async with Host(_desk(calls), Ledger(MemoryBackend())) as host:
+        yield host, calls
+
+
+async def test_a_fire_answers_after_its_fire_and_settlement_are_in_the_ledger(
+    desk: tuple[Host, list[dict[str, Any]]],
+) -> None:
+    host, calls = desk
+    response = await host.fire(ActionRequest(action="workspace.open-billing", wait_ms=1000))
+    assert (response.executed, response.success, response.answer) == (True, True, "worked")
+    assert calls == [{}]
+    kinds = [(e.kind, e.transition) for e in host.ledger.query(session="default")]
+    assert kinds == [
+        ("fire", "workspace.open-billing#1"),
+        ("settlement", "workspace.open-billing#1"),
+    ]
+    assert host.ledger.verify().ok
+
+
+async def test_concurrent_retries_with_one_idempotency_key_fire_once(
+    desk: tuple[Host, list[dict[str, Any]]],
+) -> None:
+    host, calls = desk
+    request = ActionRequest(action="workspace.open-billing", wait_ms=1000)
+    answers = await asyncio.gather(
+        *(host.fire(request, idempotency_key="k-1", scope="agent") for _ in range(20))
+    )
+    assert len(calls) == 1
+    assert {answer.transition_id for answer in answers} == {"workspace.open-billing#1"}
+    assert len(host.ledger.query(kind="fire")) == 1
+    other = ActionRequest(action="workspace.open-billing", args={"tab": "x"})
+    with pytest.raises(IdempotencyKeyReusedError, match="first used for a different request"):
+        await host.fire(other, idempotency_key="k-1", scope="agent")
+    # The same key in another scope (another token) is another request.
+    await host.fire(request, idempotency_key="k-1", scope="someone-else")
+    assert len(calls) == 2
+
+
+async def test_arguments_that_break_the_input_schema_are_refused_naming_the_argument(
+    desk: tuple[Host, list[dict[str, Any]]],
+) -> None:
+    host, calls = desk
+    response = await host.fire(
+        ActionRequest(action="workspace.open-billing", args={"tab": "much-too-long"})
+    )
+    assert response.refusal == "bad_arguments"
+    assert response.error == ("workspace.open-billing: args['tab']: 'much-too-long' is too long")
+    assert calls == []
+    assert [e.kind for e in host.ledger.query()] == ["refusal"]
+
+
+async def test_unknown_sessions_and_transitions_say_what_to_do(
+    desk: tuple[Host, list[dict[str, Any]]],
+) -> None:
+    host, _ = desk
+    with pytest.raises(NotFoundError, match="open one with POST /v1/sessions") as caught:
+        host.session("nope")
+    assert (caught.value.kind, caught.value.id) == ("session", "nope")
+    with pytest.raises(NotFoundError, match=r"look like page\.action#N"):
+        host.did_it_work(None, "workspace.open-billing#9")
+    with pytest.raises(RequestError, match="no page is called 'attic'"):
+        host.open_session("attic")
+
+
+async def test_state_selects_keys_and_reports_wake_sessions(
+    desk: tuple[Host, list[dict[str, Any]]],
+) -> None:
+    host, _ = desk
+    receipt = host.report(ReportRequest(values={"view.domain": "billing", "user.name": "ada"}))
+    assert receipt.changed
+    again = host.report(ReportRequest(values={"view.domain": "billing"}))
+    assert (again.changed, again.version) == (False, receipt.version)
+    assert host.state(["user.name", "view.missing"]).objects == {"user": {"name": "ada"}}
+    outcome = await host.verify(VerifyRequest(expression="view.domain === 'billing'"))
+    assert outcome.passed
+    (verdict,) = host.ledger.query(kind="verdict")
+    assert verdict.body["outcome"]["passed"] is True
+
+
+async def test_durable_evidence_keeps_order_and_answers_after_storing() -> None:
+    ledger = Ledger(MemoryBackend())
+    evidence = DurableEvidence(ledger)
+    tickets = [evidence.append("fire", {"n": n}, session="s") for n in range(1000)]
+    await evidence.durable(tickets[499])
+    assert ledger.size >= 500
+    await evidence.durable()
+    assert [entry.body["n"] for entry in ledger.query()] == list(range(1000))
+    assert evidence.pending == 0
+    evidence.close()
+    assert ledger.verify().ok
+
+
+async def test_the_outpost_journey_through_the_host() -> None:
+    outpost = Outpost(delivery_delay=0.2, mode_delay=0.1, release_delay=0.1, mode="GUIDED")
+    application = Application(APPLICATION.graph, start="inbox", connect=outpost_connector(outpost))
+    async with Host(application, Ledger(MemoryBackend())) as host:
+        sent = await host.fire(
+            ActionRequest(action="inbox.send", args={"message_id": "m1", "to": "ops"}, wait_ms=3000)
+        )
+        assert sent.answer == "worked"
+        assert sent.verification is not None
+        assert {c.key for c in sent.verification.changed_fields} >= {"inbox.sent_count"}
+
+        silent = await host.fire(ActionRequest(action="inbox.mark-all-read", wait_ms=3000))
+        assert (silent.executed, silent.success, silent.effect_status) == (True, False, "failed")
+        assert silent.verification is not None
+        assert silent.verification.changed_fields == []
+        assert "inbox.unread remained 3" in silent.verification.narrative
+
+        await host.fire(ActionRequest(action="inbox.open-drone", wait_ms=1000))
+        same = await host.fire(
+            ActionRequest(action="drone.set-mode", args={"mode": "GUIDED"}, wait_ms=2000)
+        )
+        assert same.already_true is not None
+        assert [c.key for c in same.already_true] == ["drone.mode"]
+
+        outpost.link = "down"
+        await _until(lambda: host.substrate.confidence().value < 0.95)
+        refused = await host.fire(ActionRequest(action="drone.release-payload"))
+        assert refused.refusal == "low_confidence"
+        figures = refused.refusal_figures
+        assert figures is not None and figures.threshold == 0.95
+        assert figures.confidence is not None and figures.confidence < 0.95
+        assert outpost.state["drone"]["payload"] == "stowed"
+
+        outpost.link = "ok"
+        await _until(lambda: host.substrate.confidence().value >= 0.95)
+        released = await host.fire(ActionRequest(action="drone.release-payload", wait_ms=3000))
+        assert released.answer == "worked"
+        assert host.ledger.verify().ok
+
+
+async def _until(condition: Any, timeout: float = 10.0) -> None:
+    """Wait for a condition the real application reaches by itself (its probe reads)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "the condition did not come about in time"
+        await asyncio.sleep(0.05)
