@@ -21,7 +21,7 @@ lint: setup
 	.venv/bin/ruff format --check src tests bench
 	.venv/bin/mypy
 
-test: lint postgres
+test: lint postgres browser
 	.venv/bin/pytest
 
 # PostgreSQL server binaries for the tests, which run a throwaway cluster of their own
@@ -33,6 +33,18 @@ postgres:
 	else sudo=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
 		$$sudo apt-get update && \
 		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql; \
+	fi
+
+# Headless Chromium for the timeline page's browser test: Debian's chromium and
+# chromium-driver (Playwright drives /usr/bin/chromium; it never downloads a browser).
+.PHONY: browser
+browser:
+	@if command -v chromium >/dev/null 2>&1; \
+	then echo "browser: Chromium is installed"; \
+	else sudo=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
+		$$sudo apt-get update && \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+			chromium chromium-driver; \
 	fi
 
 demo: setup

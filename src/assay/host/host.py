@@ -9,6 +9,7 @@ answer is durable.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from functools import lru_cache
@@ -81,7 +82,11 @@ class Host:
         """Connect to the application, start observing it, open the default session."""
         context = ConnectContext(clock=self.clock, redaction=self.redaction)
         self._connection = await self.application.connect(context)
-        await self._connection.substrate.start()
+        substrate = self._connection.substrate
+        if substrate.poller is not None:
+            # The first fire's pre-action snapshot must hold what the probes can see.
+            await substrate.poller.read_once()
+        await substrate.start()
         self.open_session(session_id=DEFAULT_SESSION)
 
     async def stop(self) -> None:
@@ -250,7 +255,9 @@ class Host:
             elapsed = self.clock.monotonic() - started
             left = ceiling - elapsed
             step = left if progress is None else min(left, PROGRESS_EVERY_S)
-            result = await session.wait(transition_id, max(step, 0.0))
+            # Shielded: Session.wait cannot tell its own ceiling's cancellation from its
+            # caller's and swallows both; a cancelled caller (an abandoned request) must leave.
+            result = await asyncio.shield(session.wait(transition_id, max(step, 0.0)))
             if result.effect_status != "pending" or left <= step:
                 return result
             if progress is not None:
