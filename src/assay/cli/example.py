@@ -14,7 +14,8 @@ from assay.ledger import Ledger, open_ledger
 
 EXAMPLES: dict[str, tuple[str, Callable[[Ledger], int]]] = {
     "already-true": (
-        "the already-true press, an ordinary press and a writes-only press, as JSON lines",
+        "the already-true press, an ordinary press and a writes-only press, made through the "
+        "MCP tools as a remote model would, as JSON lines",
         already_true.main,
     ),
 }

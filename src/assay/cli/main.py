@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from assay import __version__
-from assay.cli import example, ledger, verify
+from assay.cli import example, ledger, mcp, verify
 
 EXIT_CODES = """exit codes:
   0  success (verify: the expression held)
@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.register(commands)
     example.register(commands)
     ledger.register(commands)
+    mcp.register(commands)
     return parser
 
 

@@ -1,4 +1,8 @@
-"""``assay example already-true``: three presses of "open billing", run for real.
+"""``assay example already-true``: three presses of "open billing", made over MCP.
+
+Each press is made as a remote model makes it: the SDK's own MCP client calls the ``fire``
+and ``did_it_work`` tools of an MCP server (``assay.mcp``) hosting the desk below, in
+process, and reads the answers the tools return.
 
 1. the already-true press: the view is already billing; the declarative verify covers the
    write and holds, so the fire settles on its handler and carries the evidence;
@@ -6,20 +10,26 @@
    verify contract settles it;
 3. the same press on an action that declares writes and no verify: nothing is guessed for
    it, so it waits for a state report that an idempotent handler never sends — the honest
-   limit, shown rather than described.
+   limit, shown rather than described: did_it_work says exactly what it is waiting on.
 
-Every line printed is a real result of a real session.
+Every line printed is a real answer of a real session, as the model read it (the tool's
+text content: the wire model without its null fields).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from typing import Any
 
-from assay.graph import Session, build_navigation_graph
-from assay.graph.evidence import EvidenceLog
+from mcp import Client
+
+from assay.graph import build_navigation_graph
+from assay.graph.session import Handler
+from assay.host import Application, Host
+from assay.ledger import Ledger
+from assay.mcp import build_server
+from assay.state.store import StateStore
 
 GRAPH = build_navigation_graph(
     "desk",
@@ -39,52 +49,61 @@ GRAPH = build_navigation_graph(
         }
     },
 )
-WAIT_CEILING_S = 0.5
+WAIT_CEILING_MS = 500
+PRESSES = {"already true": "already-true", "ordinary": "ordinary", "writes, no verify": "blind"}
+"""Each press's label, and the session it is made in (one session per press)."""
 
 
-def _open_billing(session: Session) -> Callable[[dict[str, Any]], None]:
-    """The application's handler: a store that publishes on change, like any store."""
+def desk(domain: str) -> Application:
+    """The desk, its view on ``domain``; its handler reports only a change, like any store."""
 
-    def handler(args: dict[str, Any]) -> None:
-        if session.store.current.objects.get("view", {}).get("domain") != "billing":
-            session.report({"view.domain": "billing"}, source="app")
+    def handlers(store: StateStore) -> dict[str, Handler]:
+        def open_billing(args: dict[str, Any]) -> None:
+            if store.current.objects.get("view", {}).get("domain") != "billing":
+                store.report({"view.domain": "billing"}, source="app")
 
-    return handler
+        return {
+            "workspace.open-billing": open_billing,
+            "workspace.open-billing-writes-only": open_billing,
+        }
 
-
-async def _press(
-    label: str, action: str, domain: str, evidence: EvidenceLog | None
-) -> dict[str, Any]:
-    session = GRAPH.create_session(
-        node="workspace", state={"view": {"domain": domain}}, evidence=evidence
+    return Application.in_process(
+        GRAPH, start="workspace", state={"view": {"domain": domain}}, handlers=handlers
     )
-    handler = _open_billing(session)
-    session.register_actions(
-        "workspace", handlers={"open-billing": handler, "open-billing-writes-only": handler}
-    )
-    fired = session.fire(f"workspace.{action}", source="agent")
-    settled = await session.wait(fired.transition_id or "", WAIT_CEILING_S)
-    answer = session.did_it_work(fired.transition_id or "")
-    await session.close()
+
+
+async def _press(label: str, action: str, domain: str, ledger: Ledger) -> dict[str, Any]:
+    async with Host(desk(domain), ledger) as host:
+        session = host.open_session(session_id=f"desk-{PRESSES[label]}")
+        async with Client(build_server(host, session=session.id)) as client:
+            fired = await client.call_tool(
+                "fire", {"action": f"workspace.{action}", "wait_ms": WAIT_CEILING_MS}
+            )
+            transition = (fired.structured_content or {}).get("transition_id")
+            answer = await client.call_tool("did_it_work", {"transition_id": transition})
     return {
         "press": label,
         "state_before": {"view.domain": domain},
-        "fire": fired.model_dump(mode="json", exclude_none=True),
-        "after_wait": settled.model_dump(mode="json", exclude_none=True),
-        "did_it_work": answer.model_dump(mode="json", exclude_none=True),
+        "fire": _as_read(fired.content),
+        "did_it_work": _as_read(answer.content),
     }
 
 
-async def run(evidence: EvidenceLog | None = None) -> list[dict[str, Any]]:
-    """The three presses, in order; each fire and settlement goes to ``evidence``."""
+def _as_read(content: list[Any]) -> Any:
+    return json.loads(content[0].text)
+
+
+async def run(ledger: Ledger) -> list[dict[str, Any]]:
+    """The three presses, in order; each fire and settlement goes to ``ledger``."""
     return [
-        await _press("already true", "open-billing", "billing", evidence),
-        await _press("ordinary", "open-billing", "workspace", evidence),
-        await _press("writes, no verify", "open-billing-writes-only", "billing", evidence),
+        await _press("already true", "open-billing", "billing", ledger),
+        await _press("ordinary", "open-billing", "workspace", ledger),
+        await _press("writes, no verify", "open-billing-writes-only", "billing", ledger),
     ]
 
 
-def main(evidence: EvidenceLog | None = None) -> int:
-    for line in asyncio.run(run(evidence)):
+def main(ledger: Ledger) -> int:
+    """Print the three presses as JSON lines."""
+    for line in asyncio.run(run(ledger)):
         print(json.dumps(line, ensure_ascii=False))
     return 0

@@ -174,7 +174,8 @@ class Session:
             return self._refuse(
                 spec, args, source, "low_confidence",
                 f"confidence {confidence.value:.2f} is below the {threshold:.2f} that "
-                f"{_article(spec.reversibility.value)} action needs (freshness {confidence.freshness:.2f}, "
+                f"{_article(spec.reversibility.value)} action needs "
+                f"(freshness {confidence.freshness:.2f}, "
                 f"coverage {confidence.coverage:.2f}, health {confidence.health:.2f})",
                 RefusalFigures(
                     confidence=confidence.value, threshold=threshold,
@@ -572,14 +573,23 @@ class Session:
             if transition.settled is None:
                 transition.settled = asyncio.Event()
             waiter = asyncio.ensure_future(transition.settled.wait())
-            timer = self.clock.call_later(ceiling_s, lambda: _cancel(waiter))
+            ceiling_passed = False
+
+            def give_up() -> None:
+                nonlocal ceiling_passed
+                ceiling_passed = True
+                waiter.cancel()
+
+            timer = self.clock.call_later(ceiling_s, give_up)
             try:
                 await waiter
             except asyncio.CancelledError:
-                if not waiter.cancelled():
+                # Only the ceiling ends a wait quietly; the caller's own cancellation goes on.
+                if not ceiling_passed:
                     raise
             finally:
                 timer.cancel()
+                waiter.cancel()
         return self.result(transition)
 
     def start_journey(self, name: str, steps: Iterable[str]) -> Journey:
@@ -617,10 +627,6 @@ def _why(transition: Transition, waiting_on: str | None) -> str:
     if phase is Phase.REFUSED:
         return transition.error or "It was refused."
     return "No handler is wired for this action, so nothing was executed and nothing will settle."
-
-
-def _cancel(future: asyncio.Future[Any]) -> None:
-    future.cancel()
 
 
 def _article(word: str) -> str:

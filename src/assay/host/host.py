@@ -9,7 +9,6 @@ answer is durable.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from functools import lru_cache
@@ -257,7 +256,7 @@ class Host:
             step = left if progress is None else min(left, PROGRESS_EVERY_S)
             # Shielded: Session.wait cannot tell its own ceiling's cancellation from its
             # caller's and swallows both; a cancelled caller (an abandoned request) must leave.
-            result = await asyncio.shield(session.wait(transition_id, max(step, 0.0)))
+            result = await session.wait(transition_id, max(step, 0.0))
             if result.effect_status != "pending" or left <= step:
                 return result
             if progress is not None:

@@ -1,0 +1,72 @@
+"""``assay mcp``: serve the MCP tools for one application, over stdio or streamable HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from assay.cli.ledger import add_ledger_option
+from assay.errors import AssayError
+from assay.host import Application, Host, load_application
+from assay.host.application import DEFAULT_APPLICATION
+from assay.ledger import Ledger, open_ledger
+from assay.mcp import build_server
+from assay.mcp.http import PATH, StreamableHttpEndpoint, require_loopback
+
+DEFAULT_PORT = 8765
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "mcp",
+        help="serve the MCP tools (list_actions, fire, did_it_work, get_state, verify)",
+        description="Serve an application's actions as MCP tools, with the official MCP SDK. "
+        "Every fire, settlement and verdict goes to the ledger. With --transport stdio (the "
+        "default) stdout carries the protocol and nothing else; with --transport http the "
+        f"endpoint is http://HOST:PORT{PATH}, announced on stderr. Exit 0 when the client "
+        "disconnects, 130 when interrupted, 2 on a usage error.",
+    )
+    parser.add_argument(
+        "--app",
+        metavar="MODULE:ATTR",
+        default=DEFAULT_APPLICATION,
+        help=f"the application to host (default: the built-in example, {DEFAULT_APPLICATION})",
+    )
+    add_ledger_option(parser)
+    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="http: a loopback address (default 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"http: 0 picks a free one ({DEFAULT_PORT})"
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        require_loopback(args.host)
+        application = load_application(args.app)
+        with open_ledger(args.ledger) as ledger:
+            asyncio.run(_serve(application, ledger, args))
+    except AssayError as error:
+        print(f"assay mcp: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+async def _serve(application: Application, ledger: Ledger, args: argparse.Namespace) -> None:
+    async with Host(application, ledger) as host:
+        server = build_server(host)
+        if args.transport == "stdio":
+            await server.run_stdio_async()
+            return
+        async with StreamableHttpEndpoint(server, host=args.host, port=args.port) as endpoint:
+            print(
+                f"assay mcp: serving {application.graph.app} at {endpoint.url}",
+                file=sys.stderr,
+                flush=True,
+            )
+            await endpoint.wait()

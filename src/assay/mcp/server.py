@@ -1,0 +1,103 @@
+"""``build_server``: an ``MCPServer`` (official SDK) whose tools act on one ``Host`` session.
+
+Annotations are hints a client shows its user or uses to ask for confirmation. The reads
+(``list_actions``, ``did_it_work``, ``get_state``, ``verify``) are read-only. ``fire`` is one
+tool for every action, so its hints must hold for the worst action it can fire: it is
+destructive when the application declares any irreversible action, and its description
+then names those actions, as ``list_actions`` marks each one's reversibility.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from mcp.server import MCPServer
+from mcp_types import ToolAnnotations
+
+from assay import __version__
+from assay.graph.declaration import Reversibility
+from assay.graph.graph import NavigationGraph
+from assay.host import Host
+from assay.mcp.tools import AssayTools
+
+INSTRUCTIONS = (
+    "assay fires actions on {app} and answers with evidence of what actually changed. "
+    "Call list_actions to see what can be done here, fire to act (it waits for the effect, "
+    "up to wait_ms), did_it_work to ask again about a pending fire, get_state to read the "
+    "observed state and verify to check a condition. Trust answer/effect_status, never the "
+    "absence of an error: a fire can be accepted and change nothing. When a pending answer's "
+    "waiting_on names something that will not happen, stop waiting for it."
+)
+
+
+def irreversible_actions(graph: NavigationGraph) -> list[str]:
+    """The ids of the graph's irreversible actions, in declaration order."""
+    return [
+        spec.id
+        for actions in graph.pages.values()
+        for spec in actions.values()
+        if spec.reversibility is Reversibility.IRREVERSIBLE
+    ]
+
+
+def fire_annotations(graph: NavigationGraph) -> ToolAnnotations:
+    """``fire``'s hints: destructive exactly when some action of ``graph`` is irreversible."""
+    return ToolAnnotations(
+        title="Fire an action",
+        read_only_hint=False,
+        destructive_hint=bool(irreversible_actions(graph)),
+        idempotent_hint=False,
+    )
+
+
+def fire_description(graph: NavigationGraph, base: str) -> str:
+    """``fire``'s description: ``base``, then the irreversible actions by name, if any."""
+    irreversible = irreversible_actions(graph)
+    if not irreversible:
+        return base
+    return (
+        f"{base}\n\nIrreversible (cannot be undone; check get_state and the action's verify "
+        f"contract before firing): {', '.join(irreversible)}."
+    )
+
+
+def build_server(host: Host, *, session: str | None = None, name: str = "assay") -> MCPServer:
+    """An MCP server with the five tools, acting in ``session`` of ``host`` (the default
+    session when ``None``). ``host`` must be started, and stay so while the server runs."""
+    tools = AssayTools(host, session)
+    server: MCPServer = MCPServer(
+        name,
+        version=__version__,
+        instructions=INSTRUCTIONS.format(app=host.graph.app),
+        log_level="WARNING",
+    )
+    fire = (
+        tools.fire,
+        fire_description(host.graph, _doc(tools.fire)),
+        fire_annotations(host.graph),
+    )
+    registered = {
+        "list_actions": _read_only(tools.list_actions, "List the actions available here"),
+        "fire": fire,
+        "did_it_work": _read_only(tools.did_it_work, "Did it work?"),
+        "get_state": _read_only(tools.get_state, "Read the observed state"),
+        "verify": _read_only(tools.verify, "Check a condition on the state"),
+    }
+    for tool_name, (function, description, hints) in registered.items():
+        server.add_tool(function, tool_name, description=description, annotations=hints)
+    return server
+
+
+def _read_only(
+    function: Callable[..., Any], title: str
+) -> tuple[Callable[..., Any], str, ToolAnnotations]:
+    hints = ToolAnnotations(
+        title=title, read_only_hint=True, destructive_hint=False, idempotent_hint=True
+    )
+    return function, _doc(function), hints
+
+
+def _doc(function: Callable[..., Any]) -> str:
+    return inspect.getdoc(function) or ""

@@ -1,0 +1,179 @@
+"""``AssayTools``: the five MCP tools, each a thin call into one session of a ``Host``.
+
+The tools' parameters reuse the wire models' fields (``ActionRequest``, ``VerifyRequest``),
+so their input schemas carry the same descriptions and bounds as the HTTP port, and each
+result's structured content is the wire model HTTP answers. Every tool is a coroutine, so it
+runs on the event loop that owns the host (the SDK runs plain functions on worker threads).
+A wait never outlives the MCP request: cancelling the request stops the wait, never the
+fire, whose evidence and later settlement the session still records.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult
+from pydantic import Field
+
+from assay.errors import (
+    ContractError,
+    ExpressionSyntaxError,
+    NotFoundError,
+    RequestError,
+)
+from assay.host import Host
+from assay.host.wire import (
+    ActionList,
+    ActionRequest,
+    ActionResponse,
+    TransitionAnswer,
+    VerifyRequest,
+)
+from assay.mcp.results import answer, problem
+from assay.state.substrate import SubstrateState
+from assay.verify.outcome import VerificationOutcome
+
+DEFAULT_WAIT_MS = 10_000
+"""How long ``fire`` waits for settlement unless told: well under a client's request timeout."""
+
+_FIRE = ActionRequest.model_fields
+_VERIFY = VerifyRequest.model_fields
+
+ARGUMENT_REFUSALS = frozenset({"unknown_action", "not_available_here", "bad_arguments"})
+"""Refusals that are the caller's mistake, answered as tool errors saying what to fix.
+
+The others (``low_confidence``, ``single_flight``) are facts about the world, answered as
+ordinary results with their figures.
+"""
+
+
+class AssayTools:
+    """The tools of one MCP server: they act in session ``session`` of ``host``."""
+
+    def __init__(self, host: Host, session: str | None = None) -> None:
+        self.host = host
+        self.session = session
+
+    async def list_actions(self) -> Annotated[CallToolResult, ActionList]:
+        """List the actions available at the current page: what each does, the state keys
+        it writes, the contract that says it worked (verify), its reversibility
+        (irreversible ones cannot be undone) and its input schema. Fire one with `fire`."""
+        return answer(self.host.actions(self.session))
+
+    async def fire(
+        self,
+        action: Annotated[str, _FIRE["action"]],
+        args: Annotated[dict[str, Any], _FIRE["args"]],
+        wait_ms: Annotated[int, _FIRE["wait_ms"]] = DEFAULT_WAIT_MS,
+        verify_expression: Annotated[str | None, _FIRE["verify_expression"]] = None,
+        *,
+        ctx: Context,
+    ) -> Annotated[CallToolResult, ActionResponse]:
+        """Fire an action and wait up to wait_ms for its effect to be observed.
+
+        The answer is settled (answer: worked, failed or unobservable, with the evidence;
+        already_true lists conditions that held before it fired, which say nothing of its
+        effect) or pending, with the transition_id and waiting_on: exactly what would
+        settle it. Call did_it_work with the transition_id to ask again; if waiting_on
+        names something that will not come, stop waiting. A refusal because of the
+        world (low confidence, another fire in flight) is an answer with its figures; a
+        mistake in the arguments is an error that says what to fix."""
+        try:
+            request = ActionRequest(
+                action=action,
+                args=args,
+                session=self.session,
+                wait_ms=wait_ms,
+                verify_expression=verify_expression,
+            )
+        except ValueError as error:
+            return problem(f"fire: {error}")
+
+        async def progress(elapsed_ms: float, ceiling_ms: float, waiting_on: str) -> None:
+            await ctx.report_progress(elapsed_ms, ceiling_ms, f"waiting on {waiting_on}")
+
+        try:
+            response = await self.host.fire(request, progress=progress)
+        except ExpressionSyntaxError as error:
+            return problem(f"verify_expression has a syntax error: {error}")
+        except (NotFoundError, RequestError) as error:
+            return problem(str(error))
+        if response.refusal in ARGUMENT_REFUSALS:
+            return problem(self._refusal_hint(response), response)
+        return answer(response)
+
+    async def did_it_work(
+        self,
+        transition_id: Annotated[
+            str, Field(description="what fire answered, page.action#N", min_length=1)
+        ],
+        wait_ms: Annotated[int, _FIRE["wait_ms"]] = 0,
+        *,
+        ctx: Context,
+    ) -> Annotated[CallToolResult, TransitionAnswer]:
+        """Did this fire work? Answers pending, worked, failed, unobservable, refused or
+        unmaterialized, with the outcome and evidence; with wait_ms it first waits up to
+        that long for settlement. A pending answer says what it is waiting_on and for how
+        long (pending_for_ms), so you can tell "still working" from "nothing is coming"."""
+
+        async def progress(elapsed_ms: float, ceiling_ms: float, waiting_on: str) -> None:
+            await ctx.report_progress(elapsed_ms, ceiling_ms, f"waiting on {waiting_on}")
+
+        try:
+            settled = await self.host.wait(self.session, transition_id, wait_ms, progress)
+        except NotFoundError as error:
+            return problem(str(error))
+        return answer(settled)
+
+    async def get_state(
+        self,
+        keys: Annotated[
+            list[str] | None,
+            Field(
+                description="dotted state paths to return (e.g. inbox.unread); all if absent",
+                max_length=100,
+            ),
+        ] = None,
+    ) -> Annotated[CallToolResult, SubstrateState]:
+        """The application's observed state (redacted), its version, and how far it can be
+        trusted now (confidence and its parts: freshness, coverage, source health)."""
+        try:
+            return answer(self.host.state(keys))
+        except RequestError as error:
+            return problem(str(error))
+
+    async def verify(
+        self,
+        expression: Annotated[str | dict[str, Any], _VERIFY["expression"]],
+        timeout_ms: Annotated[int, _VERIFY["timeout_ms"]] = 5000,
+        settle_ms: Annotated[int, _VERIFY["settle_ms"]] = 0,
+    ) -> Annotated[CallToolResult, VerificationOutcome]:
+        """Check a contract against the live state, now and as it changes, until it holds or
+        timeout_ms passes: a JavaScript-style expression (inbox.unread === 0) or a
+        declarative filter ({"inbox.unread": {"eq": 0}}). The outcome says whether it
+        passed, narrates the keys it read and lists what changed meanwhile."""
+        request = VerifyRequest(
+            expression=expression,
+            session=self.session,
+            timeout_ms=timeout_ms,
+            settle_ms=settle_ms,
+        )
+        try:
+            return answer(await self.host.verify(request))
+        except ExpressionSyntaxError as error:
+            return problem(f"expression has a syntax error: {error}")
+        except ContractError as error:
+            return problem(f"expression is not a valid filter contract: {error}")
+
+    def _refusal_hint(self, response: ActionResponse) -> str:
+        message = response.error or f"{response.did} was refused: {response.refusal}"
+        if response.refusal == "bad_arguments":
+            spec = self.host.graph.action(response.did)
+            if spec is not None and spec.input_schema:
+                schema = json.dumps(spec.input_schema, separators=(",", ":"))
+                return f"{message}; the arguments must match this schema: {schema}"
+        if response.refusal == "not_available_here":
+            return f"{message}; navigate there first (list_actions shows what is available)"
+        return f"{message} (list_actions shows each one's arguments)"

@@ -1,0 +1,114 @@
+"""The MCP port over streamable HTTP, driven by the SDK's own client.
+
+In process: an ``MCPServer`` served by ``StreamableHttpEndpoint`` on a free loopback port.
+As a subprocess: ``assay mcp --transport http`` announcing its endpoint on stderr.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from assay.errors import RequestError
+from assay.host import Host
+from assay.host.wire import ReportRequest
+from assay.ledger import Ledger, MemoryBackend, open_ledger
+from assay.mcp import build_server
+from assay.mcp.http import StreamableHttpEndpoint
+from mcp_apps import ARMED, panel_application
+
+pytestmark = pytest.mark.anyio
+
+ASSAY = str(Path(sys.executable).parent / "assay")
+
+
+@pytest.fixture
+async def endpoint() -> AsyncIterator[tuple[Host, str]]:
+    async with (
+        Host(panel_application(), Ledger(MemoryBackend())) as host,
+        StreamableHttpEndpoint(build_server(host)) as served,
+    ):
+        yield host, served.url
+
+
+async def test_tools_answer_with_progress_over_streamable_http(
+    endpoint: tuple[Host, str],
+) -> None:
+    host, url = endpoint
+    assert url.startswith("http://127.0.0.1:")
+    assert url.endswith("/mcp")
+    seen: list[str | None] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append(message)
+        host.report(ReportRequest(values={"system.armed": True}))
+
+    async with Client(url) as client:
+        listed = await client.call_tool("list_actions")
+        assert listed.structured_content is not None
+        assert [a["id"] for a in listed.structured_content["actions"]] == ["panel.arm"]
+        fired = await client.call_tool(
+            "fire", {"action": "panel.arm", "wait_ms": 30_000}, progress_callback=progress
+        )
+        assert fired.structured_content is not None
+        assert fired.structured_content["answer"] == "worked"
+        assert seen == [f"waiting on the verify contract {ARMED} to hold"]
+        state = await client.call_tool("get_state", {"keys": ["system.armed"]})
+        assert state.structured_content is not None
+        assert state.structured_content["objects"] == {"system": {"armed": True}}
+        unknown = await client.call_tool("fire", {"action": "panel.explode"})
+        assert unknown.is_error
+    kinds = [(e.kind, e.transition) for e in host.ledger.query()]
+    assert kinds == [("fire", "panel.arm#1"), ("settlement", "panel.arm#1")]
+
+
+async def test_a_non_loopback_host_is_refused_before_anything_listens() -> None:
+    async with Host(panel_application(), Ledger(MemoryBackend())) as host:
+        with pytest.raises(RequestError, match="binds to loopback only") as caught:
+            StreamableHttpEndpoint(build_server(host), host="0.0.0.0")
+    assert caught.value.field == "host"
+    result = subprocess.run(
+        [ASSAY, "mcp", "--transport", "http", "--host", "0.0.0.0", "--ledger", "memory:"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith(
+        "assay mcp: error: --host 0.0.0.0: the MCP port has no authentication, so it binds "
+        "to loopback only"
+    )
+
+
+async def test_assay_mcp_over_http_announces_its_endpoint_and_stops_on_interrupt(
+    tmp_path: Path,
+) -> None:
+    ledger_url = f"sqlite:///{tmp_path / 'evidence.db'}"
+    command = [ASSAY, "mcp", "--transport", "http", "--port", "0", "--ledger", ledger_url]
+    async with await anyio.open_process(command) as process:
+        assert process.stderr is not None
+        announced = b""
+        with anyio.fail_after(60):
+            while not announced.endswith(b"\n"):
+                announced += await process.stderr.receive(1)
+        prefix = "assay mcp: serving outpost at "
+        line = announced.decode()
+        assert line.startswith(prefix), line
+        async with Client(line.removeprefix(prefix).strip()) as client:
+            outcome = await client.call_tool("verify", {"expression": "inbox.unread === 3"})
+            assert outcome.structured_content is not None
+            assert outcome.structured_content["passed"] is True
+        process.send_signal(signal.SIGINT)
+        with anyio.fail_after(30):
+            assert await process.wait() == 130
+    with open_ledger(ledger_url) as ledger:
+        assert [e.kind for e in ledger.query()] == ["verdict"]
+        assert ledger.verify().ok
