@@ -22,11 +22,27 @@ class _EmbeddedServer(uvicorn.Server):
 
 
 class LoopbackServer:
-    """Serve ``app`` on ``127.0.0.1`` (a free port unless given) until ``stop``."""
+    """Serve ``app`` on ``host`` (loopback; a free port unless given) until ``stop``.
 
-    def __init__(self, app: Any, *, port: int = 0, name: str = "application") -> None:
+    ``lifespan`` runs the app's startup and shutdown (an MCP endpoint needs them).
+    """
+
+    def __init__(
+        self,
+        app: Any,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        name: str = "application",
+        lifespan: bool = False,
+    ) -> None:
         config = uvicorn.Config(
-            app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="off"
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            access_log=False,
+            lifespan="on" if lifespan else "off",
         )
         self.name = name
         self._server = _EmbeddedServer(config)
@@ -39,6 +55,7 @@ class LoopbackServer:
         if not sockets:
             raise ApplicationError(f"the {self.name} server is not listening")
         host, port = sockets[0].getsockname()[:2]
+        host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{port}"
 
     async def start(self) -> None:
@@ -50,8 +67,13 @@ class LoopbackServer:
                 raise ApplicationError(f"the {self.name} server did not start: {error}")
             await asyncio.sleep(0.01)
 
+    async def wait(self) -> None:
+        """Return when the server stops (it runs until cancelled or ``stop``)."""
+        if self._task is not None:
+            await asyncio.shield(self._task)
+
     async def stop(self) -> None:
-        """Stop serving and wait for the server to finish."""
+        """Stop serving and wait for open requests and the server to finish."""
         if self._task is None:
             return
         self._server.should_exit = True
