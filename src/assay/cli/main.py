@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from assay import __version__
-from assay.cli import example, ledger, mcp, verify
+from assay.cli import example, ledger, mcp, verify, workflow
 
 EXIT_CODES = """exit codes:
   0  success (verify: the expression held)
@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     example.register(commands)
     ledger.register(commands)
     mcp.register(commands)
+    workflow.register(commands)
     return parser
 
 

@@ -176,10 +176,12 @@ def _verdict(entry: Entry) -> VerdictView:
 
 def _run_event(entry: Entry) -> VerdictView:
     body = entry.body if isinstance(entry.body, dict) else {}
-    criteria = body.get("criteria") or body.get("criterion_results") or []
-    passed = body.get("passed")
-    if passed is None and isinstance(body.get("verdict"), str):
-        passed = body["verdict"] == "pass"
+    nested = body.get("verdict")
+    verdict: dict[str, Any] = nested if isinstance(nested, dict) else body
+    criteria = verdict.get("criteria") or []
+    passed = verdict.get("passed") if entry.kind == "verdict" else None
+    where = [f"attempt {body['attempt']}"] if "attempt" in body else []
+    where += [f"iteration {body['iteration']}"] if "iteration" in body else []
     return VerdictView(
         seq=entry.seq,
         timestamp=entry.timestamp,
@@ -187,9 +189,11 @@ def _run_event(entry: Entry) -> VerdictView:
         run=entry.run,
         kind=entry.kind,
         passed=passed if isinstance(passed, bool) else None,
-        narrative=_text(body.get("reason") or body.get("narrative") or body.get("rung")),
+        narrative=_text(body.get("reason"))
+        or (f"run {body['event']}" if body.get("event") not in (None, "commit") else None)
+        or (", ".join(where) or None),
         step=_text(body.get("step")),
-        critique=_text(body.get("critique")),
+        critique=_text(verdict.get("critique")) or None,
         criteria=[c for c in criteria if isinstance(c, dict)] if isinstance(criteria, list) else [],
     )
 

@@ -1,0 +1,202 @@
+"""``assay lint FILE``, ``assay run FILE``, ``assay resume RUN_ID``, ``assay runs``.
+
+Exit codes (as for every subcommand, see ``assay.cli.main``):
+
+    lint    0 no problems; 1 problems found (each printed with its rule); 2 unreadable file
+    run     0 the run completed; 1 it parked (resume it with ``assay resume``); 2 the
+            workflow or the input is invalid (lint problems included), nothing was run
+    resume  0 completed; 1 parked again; 2 bad input, no such run, or a run that cannot be
+            resumed (a completed one)
+    runs    0
+    any     70 internal error
+
+Progress goes to stderr, one line per verdict, escalation, commit and park; the run's record
+goes to stdout as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from assay.cli.ledger import add_ledger_option
+from assay.errors import AssayError, WorkflowError, WorkflowLintError
+from assay.ledger import open_ledger
+from assay.workflow.definition import ModelSettings, load_workflow
+from assay.workflow.lint import lint
+from assay.workflow.run import RunRecord, RunStatus
+from assay.workflow.service import Workflows
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "lint",
+        help="check a workflow's authoring rules (zero-case, scope, effort, irreversible)",
+        description="Load a workflow file and apply the authoring lint. Exit 0 when clean, "
+        "1 when problems were found, 2 when the file cannot be loaded.",
+    )
+    parser.add_argument("file", metavar="FILE", help="a workflow YAML file, or module:attribute")
+    parser.set_defaults(run=run_lint)
+
+    parser = commands.add_parser(
+        "run",
+        help="lint and run a workflow",
+        description="Lint the workflow, then run it until it completes or parks. Exit 0 "
+        "completed, 1 parked (resumable), 2 invalid workflow or input.",
+    )
+    parser.add_argument("file", metavar="FILE", help="a workflow YAML file, or module:attribute")
+    parser.add_argument("--input", default="{}", metavar="JSON", help=_INPUT_HELP)
+    _model_options(parser)
+    add_ledger_option(parser)
+    parser.set_defaults(run=run_run)
+
+    parser = commands.add_parser(
+        "resume",
+        help="resume a parked or interrupted workflow run with a person's input",
+        description="Take a run up from its last commit. Exit 0 completed, 1 parked again, "
+        "2 bad input or a run that cannot be resumed.",
+    )
+    parser.add_argument("run_id", metavar="RUN_ID", help="as `assay runs` lists it")
+    parser.add_argument("--input", default="{}", metavar="JSON", help=_INPUT_HELP)
+    _model_options(parser)
+    add_ledger_option(parser)
+    parser.set_defaults(run=run_resume)
+
+    parser = commands.add_parser(
+        "runs", help="list workflow runs", description="List the runs recorded in the ledger."
+    )
+    parser.add_argument("--json", action="store_true", help="one RunRecord JSON per line")
+    add_ledger_option(parser)
+    parser.set_defaults(run=run_runs)
+
+
+_INPUT_HELP = "a JSON object, or @path to a file holding one (default {})"
+
+
+def _model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model-url",
+        metavar="URL",
+        help="an OpenAI-compatible base URL for the model verifier (overrides the workflow's)",
+    )
+    parser.add_argument("--model", default="local", help="the model name to ask for")
+    parser.add_argument(
+        "--response-format",
+        choices=("json_schema", "json_object"),
+        default="json_schema",
+        help="how the endpoint takes a JSON schema (json_object: llama-cpp-python's server)",
+    )
+
+
+def run_lint(args: argparse.Namespace) -> int:
+    try:
+        workflow = load_workflow(args.file)
+    except WorkflowError as error:
+        print(f"assay lint: error: {error}", file=sys.stderr)
+        return 2
+    problems = lint(workflow)
+    for problem in problems:
+        print(f"{args.file}: [{problem.rule}] {problem.message}")
+    if problems:
+        return 1
+    print(f"{args.file}: workflow {workflow.name!r} passes lint ({len(workflow.steps)} steps)")
+    return 0
+
+
+def run_run(args: argparse.Namespace) -> int:
+    try:
+        run_input = _parse_input(args.input)
+        with open_ledger(args.ledger) as ledger:
+            record = _service(args, ledger).start(args.file, run_input)
+    except WorkflowLintError as error:
+        print(f"assay run: {error}", file=sys.stderr)
+        return 2
+    except AssayError as error:
+        print(f"assay run: error: {error}", file=sys.stderr)
+        return 2
+    return _report(record)
+
+
+def run_resume(args: argparse.Namespace) -> int:
+    try:
+        human = _parse_input(args.input)
+        with open_ledger(args.ledger) as ledger:
+            record = _service(args, ledger).resume(args.run_id, human)
+    except AssayError as error:
+        print(f"assay resume: error: {error}", file=sys.stderr)
+        return 2
+    return _report(record)
+
+
+def run_runs(args: argparse.Namespace) -> int:
+    try:
+        with open_ledger(args.ledger) as ledger:
+            records = Workflows(ledger).runs()
+    except AssayError as error:
+        print(f"assay runs: error: {error}", file=sys.stderr)
+        return 2
+    for record in records:
+        if args.json:
+            print(record.model_dump_json())
+        else:
+            where = record.next_step or "-"
+            print(f"{record.run_id}  {record.status.value:9}  {record.workflow}  step={where}")
+    return 0
+
+
+def _service(args: argparse.Namespace, ledger: Any) -> Workflows:
+    model = None
+    if args.model_url:
+        model = ModelSettings(
+            base_url=args.model_url, model=args.model, response_format=args.response_format
+        )
+    return Workflows(ledger, model=model, observer=_progress)
+
+
+def _progress(kind: str, body: Any) -> None:
+    if kind == "verdict":
+        ruling = "pass" if body.verdict.passed else f"fail: {body.verdict.critique}"
+        line = f"{body.step} attempt {body.attempt} iteration {body.iteration}: {ruling}"
+    elif kind == "commit":
+        line = f"{body.step}: committed" if body.event == "commit" else f"run {body.workflow}"
+    elif kind == "escalation":
+        line = f"{body.step}: {body.reason}; escalating to {body.rung}"
+    elif kind == "park":
+        line = f"{body.step}: parked: {body.reason}"
+    else:
+        line = f"resumed at {body.step}"
+    print(f"  {line}", file=sys.stderr, flush=True)
+
+
+def _report(record: RunRecord) -> int:
+    print(record.model_dump_json(indent=2))
+    if record.status is RunStatus.COMPLETED:
+        return 0
+    print(
+        f"run {record.run_id} is {record.status.value} at step {record.next_step!r}; "
+        f"resume it with: assay resume {record.run_id} --input '{{...}}'",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def _parse_input(text: str) -> dict[str, Any]:
+    source = "--input"
+    if text.startswith("@"):
+        source = text[1:]
+        try:
+            with open(source, encoding="utf-8") as file:
+                text = file.read()
+        except OSError as error:
+            raise WorkflowError(f"cannot read --input file {source!r}: {error.strerror}") from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise WorkflowError(f"{source} is not JSON: {error}", field="input") from None
+    if not isinstance(value, dict):
+        raise WorkflowError(
+            f"{source} must be a JSON object, not {type(value).__name__}", field="input"
+        )
+    return value

@@ -1,0 +1,162 @@
+"""Budgets: bounds that nest workflow ⊃ step ⊃ attempt ⊃ iteration, charged up the tree.
+
+Each scope has a ``Meter`` with its own ``Limits`` (iterations, wall seconds, tokens, cost)
+and a parent; a charge lands on the meter and every ancestor. A bound is checked before each
+iteration starts, so no scope starts an iteration it has no room for; the iteration itself
+may overrun a wall, token or cost bound by its own size, never more (an executor cannot be
+preempted), and never overruns an iteration count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay.clock import Clock
+
+DEFAULT_ITERATIONS_PER_ATTEMPT: Final = 3
+"""Iterations of planner → executor → verifier per attempt when no budget says."""
+
+
+class Limits(BaseModel):
+    """The bounds of one scope; ``None`` leaves a bound to the enclosing scopes."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    iterations: int | None = Field(default=None, ge=1)
+    wall_s: float | None = Field(default=None, gt=0)
+    tokens: int | None = Field(default=None, ge=0)
+    cost: float | None = Field(default=None, ge=0)
+
+
+class Budget(Limits):
+    """A workflow's or a step's budget: its own limits and the shape of its attempts.
+
+    ``attempts`` caps how many attempts a step makes (the escalation ladder sets how many it
+    may: one plus its rungs before ``human``); ``iterations_per_attempt`` bounds each attempt's
+    critique loop; ``attempt`` and ``iteration`` bound one attempt's and one iteration's wall
+    time, tokens and cost. A step's values override the workflow's defaults for that step.
+    """
+
+    attempts: int | None = Field(default=None, ge=1)
+    iterations_per_attempt: int | None = Field(default=None, ge=1)
+    attempt: Limits | None = None
+    iteration: Limits | None = None
+
+
+class Usage(BaseModel):
+    """What a scope has spent so far; the wire shape of a meter's reading."""
+
+    model_config = ConfigDict(frozen=True)
+
+    iterations: int = 0
+    wall_s: float = 0.0
+    tokens: int = 0
+    cost: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Exhaustion:
+    """Which bound of which scope ran out: ``used`` reached (or passed) ``limit``."""
+
+    scope: str
+    bound: str
+    limit: float
+    used: float
+
+    @property
+    def reason(self) -> str:
+        used, limit = _num(self.used), _num(self.limit)
+        return f"the {self.scope} budget's {self.bound} ran out ({used} of {limit})"
+
+
+class Meter:
+    """Spending in one scope, with its limits; charges propagate to ``parent``."""
+
+    def __init__(
+        self, scope: str, limits: Limits, clock: Clock, parent: Meter | None = None
+    ) -> None:
+        self.scope = scope
+        self.limits = limits
+        self.parent = parent
+        self._clock = clock
+        self._started = clock.monotonic()
+        self.iterations = 0
+        self.tokens = 0
+        self.cost = 0.0
+
+    def charge(self, *, iterations: int = 0, tokens: int = 0, cost: float = 0.0) -> None:
+        """Add spending here and in every enclosing scope."""
+        meter: Meter | None = self
+        while meter is not None:
+            meter.iterations += iterations
+            meter.tokens += tokens
+            meter.cost += cost
+            meter = meter.parent
+
+    @property
+    def elapsed(self) -> float:
+        return self._clock.monotonic() - self._started
+
+    def usage(self) -> Usage:
+        return Usage(
+            iterations=self.iterations, wall_s=self.elapsed, tokens=self.tokens, cost=self.cost
+        )
+
+    def exhausted(self) -> Exhaustion | None:
+        """The first bound of this scope with nothing left, or ``None``."""
+        return self._over(strict=False)
+
+    def exceeded(self) -> Exhaustion | None:
+        """The first bound of this scope spent beyond its limit, or ``None``."""
+        return self._over(strict=True)
+
+    def outermost_exhausted(self) -> Exhaustion | None:
+        """The exhausted bound of the outermost scope, from the root down to this one.
+
+        The outermost one decides what can help: an attempt's exhaustion may be escalated,
+        a step's or the workflow's only parked.
+        """
+        chain: list[Meter] = []
+        meter: Meter | None = self
+        while meter is not None:
+            chain.append(meter)
+            meter = meter.parent
+        for scope in reversed(chain):
+            found = scope.exhausted()
+            if found is not None:
+                return found
+        return None
+
+    def _over(self, *, strict: bool) -> Exhaustion | None:
+        readings = (
+            ("iterations", self.limits.iterations, self.iterations),
+            ("wall_s", self.limits.wall_s, self.elapsed),
+            ("tokens", self.limits.tokens, self.tokens),
+            ("cost", self.limits.cost, self.cost),
+        )
+        for bound, limit, used in readings:
+            if limit is not None and (used > limit if strict else used >= limit):
+                return Exhaustion(self.scope, bound, limit, used)
+        return None
+
+
+def step_budget(workflow: Budget, step: Budget | None) -> Budget:
+    """The step's budget with the workflow's attempt shape filled in where the step is silent."""
+    step = step or Budget()
+    return step.model_copy(
+        update={
+            "attempts": step.attempts or workflow.attempts,
+            "iterations_per_attempt": step.iterations_per_attempt
+            or workflow.iterations_per_attempt
+            or DEFAULT_ITERATIONS_PER_ATTEMPT,
+            "attempt": step.attempt or workflow.attempt,
+            "iteration": step.iteration or workflow.iteration,
+        }
+    )
+
+
+def _num(value: float) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)

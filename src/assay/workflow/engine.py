@@ -1,0 +1,360 @@
+"""The engine: planner → executor → verifier → commit, per step, within nested bounds.
+
+Nothing a step produces becomes workflow state until its verdict passes: only then is its
+output committed (a ``commit`` entry) and handed to later steps. A failed verdict's critique
+goes back to the planner for the next iteration of the same attempt; an attempt that runs out
+of its bounds climbs one rung of the step's escalation ladder (``fresh_attempt``, an
+alternate executor or model, ``human``); a step or workflow that runs out, a ``human`` rung,
+or the ladder's end parks the run. Every verdict, escalation, commit, park and resume is
+appended to the ledger before the engine moves on, so a run can be rebuilt and resumed from
+its entries alone. No loop here is unbounded: every iteration is charged to an attempt with a
+finite iteration bound, and every step has a finite number of attempts.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from assay.clock import SYSTEM_CLOCK, Clock
+from assay.errors import WorkflowError
+from assay.ledger import Ledger
+from assay.workflow.budget import Budget, Exhaustion, Limits, Meter, step_budget
+from assay.workflow.context import Plan, StepContext, StepResult
+from assay.workflow.definition import ModelSettings, Rung, Step, Workflow
+from assay.workflow.lint import check_workflow, step_input
+from assay.workflow.run import (
+    CommitBody,
+    EscalationBody,
+    ParkBody,
+    ResumeBody,
+    RunRecord,
+    RunStatus,
+    StartBody,
+    VerdictBody,
+    read_run,
+)
+from assay.workflow.verdict import CriterionResult, Verdict, VerifierKind
+from assay.workflow.verifier import CompositeVerifier, ExpressionVerifier, StateVerifier, Verifier
+
+if TYPE_CHECKING:
+    from assay.graph import Session
+
+VerifierFactory = Callable[[Step], Verifier]
+Observer = Callable[[str, Any], None]
+"""Told of each entry the engine records, once it is durable: its kind and body model."""
+_FIRST = Rung("fresh_attempt", "first")
+
+
+@dataclass(frozen=True, slots=True)
+class _StepRun:
+    """One step of one run, in one leg: what every attempt of it shares."""
+
+    run_id: str
+    step: Step
+    context: dict[str, Any]
+    budget: Budget
+    human: dict[str, Any] | None
+
+
+class Engine:
+    """Runs ``workflow``'s runs, recording them in ``ledger``.
+
+    ``session`` is handed to executors and checked by state criteria; ``model`` overrides the
+    workflow's model-verifier endpoint; ``verifier`` replaces how a step's verifier is built
+    (tests use it for verifiers that always fail); ``observer`` is told of each entry as it is
+    recorded (the CLI shows progress with it). ``start``/``resume`` are the sync entry
+    points of ``astart``/``aresume``; executors and planners may be plain or async callables.
+    """
+
+    def __init__(
+        self,
+        workflow: Workflow,
+        ledger: Ledger,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        session: Session | None = None,
+        model: ModelSettings | None = None,
+        verifier: VerifierFactory | None = None,
+        observer: Observer | None = None,
+    ) -> None:
+        self.workflow = workflow
+        self.ledger = ledger
+        self.clock = clock
+        self.session = session
+        self.model = model or workflow.model
+        self._verifier_factory = verifier or self.build_verifier
+        self._verifiers: dict[str, Verifier] = {}
+        self._observer = observer
+
+    def build_verifier(self, step: Step) -> Verifier:
+        """Expression criteria, then state contracts, then the model (if one is configured)."""
+        parts: list[Verifier] = []
+        if any(c.kind == "expression" for c in step.criteria):
+            parts.append(ExpressionVerifier(step.criteria))
+        if any(c.kind == "state" for c in step.criteria):
+            parts.append(StateVerifier(step.criteria, self.session))
+        if step.prompt is not None and self.model is not None:
+            from assay.workflow.model import ModelVerifier
+
+            parts.append(ModelVerifier(self.model, step))
+        return CompositeVerifier(parts)
+
+    def start(self, run_input: Mapping[str, Any], *, run_id: str | None = None) -> RunRecord:
+        """Start a run and drive it until it completes or parks."""
+        return _run_sync(self.astart(run_input, run_id=run_id))
+
+    def resume(self, run_id: str, human: Mapping[str, Any] | None = None) -> RunRecord:
+        """Take a parked (or interrupted) run up from its last commit, with a person's input."""
+        return _run_sync(self.aresume(run_id, human))
+
+    async def astart(self, run_input: Mapping[str, Any], *, run_id: str | None = None) -> RunRecord:
+        """``start``, awaitable: lint with the real input, record the start, drive the run."""
+        if not isinstance(run_input, Mapping):
+            raise WorkflowError(
+                f"a run's input must be a JSON object, not {type(run_input).__name__}",
+                workflow=self.workflow.name,
+                field="input",
+            )
+        if "steps" in run_input:
+            raise WorkflowError(
+                "a run's input may not have a 'steps' key: input.steps holds the outputs of "
+                "committed steps; rename it",
+                workflow=self.workflow.name,
+                field="input.steps",
+            )
+        plain = _json_object(run_input, "input", self.workflow.name)
+        check_workflow(self.workflow, plain)
+        run_id = run_id or f"{self.workflow.name}-{uuid.uuid4().hex[:12]}"
+        start = StartBody(
+            workflow=self.workflow.name,
+            source=self.workflow.source,
+            steps=tuple(step.id for step in self.workflow.steps),
+            input=plain,
+        )
+        self._append("commit", start, run_id)
+        return await self._drive(run_id, None)
+
+    async def aresume(self, run_id: str, human: Mapping[str, Any] | None = None) -> RunRecord:
+        """``resume``, awaitable. Budgets start afresh: each leg of a run has its own."""
+        record = read_run(self.ledger, run_id)
+        record.require(RunStatus.PARKED, RunStatus.RUNNING, move="resume")
+        steps = tuple(step.id for step in self.workflow.steps)
+        if record.steps != steps:
+            raise WorkflowError(
+                f"run {run_id!r} was started with steps {', '.join(record.steps)}, but workflow "
+                f"{self.workflow.name!r} now has {', '.join(steps)}; resume it with the "
+                "definition it started with",
+                workflow=self.workflow.name,
+            )
+        given = _json_object(human or {}, "human input", self.workflow.name)
+        resume = ResumeBody(step=record.next_step, input=given, from_status=record.status)
+        self._append("resume", resume, run_id)
+        return await self._drive(run_id, given)
+
+    async def _drive(self, run_id: str, human: dict[str, Any] | None) -> RunRecord:
+        record = read_run(self.ledger, run_id)
+        workflow_meter = Meter("workflow", _limits(self.workflow.budget), self.clock)
+        committed = dict(record.committed)
+        for step in self.workflow.steps:
+            if step.id in committed:
+                continue
+            context = step_input(record.input, committed)
+            output = await self._step(run_id, step, context, workflow_meter, human)
+            if output is None:
+                break
+            committed[step.id] = output
+            human = None
+        return read_run(self.ledger, run_id)
+
+    async def _step(
+        self,
+        run_id: str,
+        step: Step,
+        context: dict[str, Any],
+        workflow_meter: Meter,
+        human: dict[str, Any] | None,
+    ) -> dict[str, Any] | None:
+        """Run one step to a commit (its output) or a park (``None``)."""
+        budget = step_budget(self.workflow.budget, step.budget)
+        step_meter = Meter(f"step {step.id}", _limits(budget), self.clock, workflow_meter)
+        run = _StepRun(run_id, step, context, budget, human)
+        result = await self._climb(run, step_meter)
+        if isinstance(result, str):
+            park = ParkBody(step=step.id, reason=result, usage=step_meter.usage())
+            self._append("park", park, run_id)
+            return None
+        return result
+
+    async def _climb(self, run: _StepRun, step_meter: Meter) -> dict[str, Any] | str:
+        """Attempts up the escalation ladder: the committed output, or why to park."""
+        budget, step = run.budget, run.step
+        most = budget.attempts or math.inf
+        attempt, rung, ladder = 0, _FIRST, list(step.escalation)
+        attempt_limits = (budget.attempt or Limits()).model_copy(
+            update={"iterations": budget.iterations_per_attempt}
+        )
+        while True:
+            outer = step_meter.outermost_exhausted()
+            if outer is not None:
+                return outer.reason
+            attempt += 1
+            meter = Meter(f"attempt {attempt}", attempt_limits, self.clock, step_meter)
+            result = await self._attempt(run, meter, rung, attempt)
+            if not isinstance(result, Exhaustion):
+                return result
+            if result.scope != meter.scope:
+                return result.reason
+            if attempt >= most:
+                return f"{result.reason}, and the step's {attempt} attempts are spent"
+            if not ladder:
+                return f"{result.reason}, and the escalation ladder is exhausted"
+            rung = ladder.pop(0)
+            escalation = EscalationBody(
+                step=step.id, attempt=attempt, reason=result.reason, rung=rung.label
+            )
+            self._append("escalation", escalation, run.run_id)
+            if rung.kind == "human":
+                return f"{result.reason}; the escalation ladder calls a person"
+
+    async def _attempt(
+        self, run: _StepRun, meter: Meter, rung: Rung, attempt: int
+    ) -> dict[str, Any] | Exhaustion:
+        """Iterate until a verdict passes (the output) or a bound runs out (which one)."""
+        step, context, run_id = run.step, run.context, run.run_id
+        executor = rung.executor or step.executor
+        critiques: list[str] = []
+        iteration = 0
+        while True:
+            exhausted = meter.outermost_exhausted()
+            if exhausted is not None:
+                return exhausted
+            iteration += 1
+            limits = (run.budget.iteration or Limits()).model_copy(update={"iterations": None})
+            spend = Meter(f"iteration {iteration}", limits, self.clock, meter)
+            spend.charge(iterations=1)
+            ctx = StepContext(
+                run_id=run_id,
+                workflow=self.workflow.name,
+                step=step.id,
+                input=context,
+                attempt=attempt,
+                iteration=iteration,
+                critiques=tuple(critiques),
+                clock=self.clock,
+                human=run.human,
+                model=rung.model,
+                session=self.session,
+            )
+            output, verdict = await self._produce(step, ctx, executor, spend)
+            if verdict is None:
+                over = spend.exceeded()
+                if over is not None:
+                    verdict = _engine_verdict("budget", over.reason + "; the output is discarded")
+                else:
+                    verdict = self._verifier(step).verify(context, output or {})
+                    spend.charge(tokens=verdict.tokens, cost=verdict.cost)
+            body = VerdictBody(
+                step=step.id,
+                attempt=attempt,
+                iteration=iteration,
+                rung=rung.label,
+                output=output,
+                verdict=verdict,
+            )
+            self._append("verdict", body, run_id)
+            if verdict.passed and output is not None:
+                commit = CommitBody(
+                    step=step.id, attempt=attempt, iteration=iteration, output=output
+                )
+                self._append("commit", commit, run_id)
+                return output
+            critiques.append(verdict.critique)
+
+    async def _produce(
+        self, step: Step, ctx: StepContext, executor: Any, spend: Meter
+    ) -> tuple[dict[str, Any] | None, Verdict | None]:
+        """Plan, then execute; a failure of either is a failed verdict, never a crash."""
+        if step.planner is not None:
+            try:
+                planned = await _call(step.planner, ctx)
+            except Exception as error:
+                return None, _engine_verdict("executor", f"the planner raised {_name(error)}")
+            if isinstance(planned, Plan):
+                spend.charge(tokens=planned.tokens, cost=planned.cost)
+                planned = planned.value
+            ctx = _with_plan(ctx, planned)
+        try:
+            produced = await _call(executor, ctx)
+        except Exception as error:
+            return None, _engine_verdict("executor", f"the executor raised {_name(error)}")
+        if isinstance(produced, StepResult):
+            spend.charge(tokens=produced.tokens, cost=produced.cost)
+            produced = produced.output
+        if not isinstance(produced, Mapping):
+            why = f"the executor returned {type(produced).__name__}, not a JSON object"
+            return None, _engine_verdict("executor", why)
+        try:
+            return _json_object(produced, "output", self.workflow.name), None
+        except WorkflowError as error:
+            return None, _engine_verdict("executor", str(error))
+
+    def _verifier(self, step: Step) -> Verifier:
+        if step.id not in self._verifiers:
+            self._verifiers[step.id] = self._verifier_factory(step)
+        return self._verifiers[step.id]
+
+    def _append(self, kind: str, body: Any, run_id: str) -> None:
+        self.ledger.append(kind, body.model_dump(mode="json"), run=run_id)
+        if self._observer is not None:
+            self._observer(kind, body)
+
+
+def _limits(budget: Budget) -> Limits:
+    return Limits(
+        iterations=budget.iterations, wall_s=budget.wall_s, tokens=budget.tokens, cost=budget.cost
+    )
+
+
+def _engine_verdict(kind: VerifierKind, reason: str) -> Verdict:
+    result = CriterionResult(criterion=kind, passed=False, reason=reason, verifier=kind)
+    return Verdict.of((result,))
+
+
+def _with_plan(ctx: StepContext, plan: Any) -> StepContext:
+    return replace(ctx, plan=plan)
+
+
+async def _call(function: Any, ctx: StepContext) -> Any:
+    result = function(ctx)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def _name(error: Exception) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def _json_object(value: Mapping[str, Any], what: str, workflow: str) -> dict[str, Any]:
+    """A plain JSON copy of ``value``; ``WorkflowError`` if it is not JSON."""
+    try:
+        copied = json.loads(json.dumps(dict(value), allow_nan=False))
+    except (TypeError, ValueError) as error:
+        raise WorkflowError(
+            f"the {what} is not a JSON object: {error}", workflow=workflow, field=what
+        ) from None
+    assert isinstance(copied, dict)
+    return copied
+
+
+def _run_sync(awaitable: Any) -> RunRecord:
+    import asyncio
+
+    result: RunRecord = asyncio.run(awaitable)
+    return result

@@ -1,0 +1,180 @@
+"""The model verifier: a language model rules on a step's output through an OpenAI-compatible
+chat completions endpoint (any ``base_url``, local servers included), with its answer
+constrained to the verdict's JSON schema.
+
+The model rules on the step's prompt and on each criterion, one result each, and writes a
+critique. Its prompt always states the zero-case exemption, and an output equal to the step's
+declared empty output is the self-attesting empty result: it passes without asking the model.
+Anything that keeps the model from ruling (no answer, an answer off the schema, a missing
+ruling) fails the verdict and says why; a model verdict never passes by default.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from assay.workflow.definition import ModelSettings, Step
+from assay.workflow.verdict import CriterionResult, Verdict
+
+if TYPE_CHECKING:
+    import openai
+
+ZERO_CASE_EXEMPTION: Final = (
+    "Zero-case exemption: an output equal to the step's declared empty output means the step "
+    "honestly found nothing to do. That output passes every check. Never fail an output only "
+    "because it is empty or claims nothing; judge only what it does claim."
+)
+"""Stated in every model verifier prompt (SPEC §8)."""
+
+SHOWN_CHARACTERS: Final = 4000
+"""How much of the input and of the output the model is shown, each, as JSON."""
+
+
+class ModelRuling(BaseModel):
+    """The model's ruling on one check."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    passed: bool
+    reason: str
+
+
+class ModelAnswer(BaseModel):
+    """The model's whole answer: a ruling per check, in order, and a critique."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    checks: list[ModelRuling]
+    critique: str
+
+
+class ModelVerifier:
+    """Asks the model at ``settings`` to rule on ``step``'s checks; one request per verdict.
+
+    The checks are the step's prompt, then its criteria as written. ``client`` may be given
+    (tests, a shared client); by default one is made with no retries of its own, so the
+    engine's bounds are the only ones.
+    """
+
+    def __init__(
+        self, settings: ModelSettings, step: Step, *, client: openai.OpenAI | None = None
+    ) -> None:
+        self.settings = settings
+        self.step = step
+        self.checks = tuple(
+            ([f"prompt: {step.prompt}"] if step.prompt else [])
+            + [criterion.source for criterion in step.criteria]
+        )
+        import openai  # imported when first needed: it is slow to import
+
+        api_key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
+        self.client = client or openai.OpenAI(
+            base_url=settings.base_url,
+            api_key=api_key or "not-needed",
+            timeout=settings.timeout_s,
+            max_retries=0,
+        )
+
+    def schema(self) -> dict[str, Any]:
+        """The JSON schema the model's answer is constrained to."""
+        count = len(self.checks)
+        return {
+            "type": "object",
+            "properties": {
+                "checks": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "passed": {"type": "boolean"},
+                            "reason": {"type": "string"},
+                        },
+                        "required": ["passed", "reason"],
+                        "additionalProperties": False,
+                    },
+                    "minItems": count,
+                    "maxItems": count,
+                },
+                "critique": {"type": "string"},
+            },
+            "required": ["checks", "critique"],
+            "additionalProperties": False,
+        }
+
+    def messages(self, input: Mapping[str, Any], output: Mapping[str, Any]) -> list[Any]:
+        """The chat the model is shown: the role, the exemption, the checks, input, output."""
+        checks = "\n".join(f"{n}. {text}" for n, text in enumerate(self.checks, 1))
+        empty = json.dumps(self.step.empty_output, sort_keys=True)
+        system = (
+            "You verify one step of a workflow. You see the step's input and its output, "
+            "nothing else. Rule on each numbered check in order: passed true or false, with "
+            "a one-sentence reason. Then write a critique telling the author of the output "
+            "what to change (empty if everything passed). Answer with JSON only.\n"
+            f"{ZERO_CASE_EXEMPTION} This step's declared empty output is {empty}."
+        )
+        user = f"Checks:\n{checks}\n\nInput:\n{_shown(input)}\n\nOutput:\n{_shown(output)}"
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+    def verify(self, input: Mapping[str, Any], output: Mapping[str, Any]) -> Verdict:
+        if self.step.empty_output is not None and dict(output) == dict(self.step.empty_output):
+            exempt = "the self-attesting empty result: the zero-case exemption applies"
+            return Verdict.of(
+                tuple(self._result(check, True, exempt) for check in self.checks), critique=""
+            )
+        import openai
+
+        try:
+            response = self.client.chat.completions.create(
+                model=self.settings.model,
+                messages=self.messages(input, output),
+                response_format=self._response_format(),
+                max_tokens=self.settings.max_tokens,
+                temperature=0,
+            )
+        except openai.OpenAIError as error:
+            return self._unruled(f"the model at {self.settings.base_url} did not answer: {error}")
+        tokens = response.usage.total_tokens if response.usage else 0
+        content = response.choices[0].message.content if response.choices else None
+        try:
+            answer = ModelAnswer.model_validate_json(content or "")
+        except ValidationError as error:
+            why = f"the model's answer is not a verdict ({error.errors()[0]['msg']}): {content!r}"
+            return self._unruled(why[:500], tokens)
+        results = []
+        for index, check in enumerate(self.checks):
+            if index < len(answer.checks):
+                ruling = answer.checks[index]
+                results.append(self._result(check, ruling.passed, ruling.reason))
+            else:
+                results.append(self._result(check, False, "the model did not rule on this check"))
+        verdict = Verdict.of(tuple(results), tokens=tokens)
+        if not verdict.passed and answer.critique.strip():
+            verdict = verdict.model_copy(update={"critique": answer.critique.strip()})
+        return verdict
+
+    def _response_format(self) -> Any:
+        if self.settings.response_format == "json_object":
+            return {"type": "json_object", "schema": self.schema()}
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": "verdict", "schema": self.schema(), "strict": True},
+        }
+
+    def _result(self, check: str, passed: bool, reason: str) -> CriterionResult:
+        return CriterionResult(criterion=check, passed=passed, reason=reason, verifier="model")
+
+    def _unruled(self, why: str, tokens: int = 0) -> Verdict:
+        results = tuple(self._result(check, False, why) for check in self.checks)
+        return Verdict.of(results, critique=why, tokens=tokens)
+
+
+def _shown(value: Mapping[str, Any]) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    if len(text) > SHOWN_CHARACTERS:
+        return text[:SHOWN_CHARACTERS] + f" … ({len(text) - SHOWN_CHARACTERS} more characters)"
+    return text

@@ -1,0 +1,113 @@
+"""``Workflows``: the small API that the CLI and the HTTP daemon share.
+
+Load a workflow by name or file, start a run with input, get a run, resume a run with a
+person's input, list runs; every answer is a ``RunRecord`` rebuilt from the ledger, so any
+process on the same ledger sees the same runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from assay.clock import SYSTEM_CLOCK, Clock
+from assay.errors import WorkflowError
+from assay.ledger import Ledger
+from assay.workflow.definition import ModelSettings, Workflow, load_workflow
+from assay.workflow.engine import Engine, Observer
+from assay.workflow.lint import LintProblem, lint
+from assay.workflow.run import RunRecord, list_runs, read_run
+
+if TYPE_CHECKING:
+    from assay.graph import Session
+
+
+class Workflows:
+    """Runs of workflows on ``ledger``.
+
+    A workflow is found by reference: the name of one given in ``workflows``, the name of a
+    ``NAME.yaml`` in one of ``directories``, a path to a YAML file, or ``module:attribute``.
+    A resumed run finds its workflow again by the source recorded when it started.
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        *,
+        directories: Iterable[str | Path] = (),
+        workflows: Iterable[Workflow] = (),
+        clock: Clock = SYSTEM_CLOCK,
+        session: Session | None = None,
+        model: ModelSettings | None = None,
+        observer: Observer | None = None,
+    ) -> None:
+        self.ledger = ledger
+        self.observer = observer
+        self.directories = tuple(Path(d) for d in directories)
+        self.known = {workflow.name: workflow for workflow in workflows}
+        self.clock = clock
+        self.session = session
+        self.model = model
+
+    def load(self, reference: str) -> Workflow:
+        """The workflow ``reference`` names; ``WorkflowError`` saying where it looked."""
+        if reference in self.known:
+            return self.known[reference]
+        for directory in self.directories:
+            for suffix in (".yaml", ".yml"):
+                candidate = directory / f"{reference}{suffix}"
+                if candidate.is_file():
+                    return load_workflow(candidate)
+        if ":" in reference or Path(reference).exists() or reference.endswith((".yaml", ".yml")):
+            return load_workflow(reference)
+        looked = ", ".join(str(d) for d in self.directories) or "no directories"
+        raise WorkflowError(
+            f"no workflow {reference!r}: not registered, not a NAME.yaml in {looked}, not a "
+            "file and not module:attribute",
+            workflow=reference,
+        )
+
+    def lint(self, reference: str) -> list[LintProblem]:
+        """The authoring problems of the workflow ``reference`` names."""
+        return lint(self.load(reference))
+
+    def engine(self, workflow: Workflow) -> Engine:
+        return Engine(
+            workflow,
+            self.ledger,
+            clock=self.clock,
+            session=self.session,
+            model=self.model,
+            observer=self.observer,
+        )
+
+    def start(self, reference: str, run_input: Mapping[str, Any]) -> RunRecord:
+        """Start a run and drive it until it completes or parks."""
+        return self.engine(self.load(reference)).start(run_input)
+
+    async def astart(self, reference: str, run_input: Mapping[str, Any]) -> RunRecord:
+        return await self.engine(self.load(reference)).astart(run_input)
+
+    def get(self, run_id: str) -> RunRecord:
+        """The run ``run_id``; ``RunNotFoundError`` if the ledger has none."""
+        return read_run(self.ledger, run_id)
+
+    def runs(self) -> list[RunRecord]:
+        """Every run in the ledger, oldest first."""
+        return list_runs(self.ledger)
+
+    def resume(self, run_id: str, human: Mapping[str, Any] | None = None) -> RunRecord:
+        """Resume a parked or interrupted run from its last commit with ``human`` input."""
+        return self.engine(self._workflow_of(run_id)).resume(run_id, human)
+
+    async def aresume(self, run_id: str, human: Mapping[str, Any] | None = None) -> RunRecord:
+        return await self.engine(self._workflow_of(run_id)).aresume(run_id, human)
+
+    def _workflow_of(self, run_id: str) -> Workflow:
+        record = read_run(self.ledger, run_id)
+        if record.workflow in self.known:
+            return self.known[record.workflow]
+        if record.source is not None:
+            return load_workflow(record.source)
+        return self.load(record.workflow)

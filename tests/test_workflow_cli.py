@@ -1,0 +1,104 @@
+"""``assay lint``, ``assay run``, ``assay resume`` and ``assay runs`` as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "workflows" / "competitor_deep_dive.yaml"
+EXAMPLE_INPUT = EXAMPLE.with_name("competitor_deep_dive.input.json")
+TESTS = ROOT / "tests"
+
+
+def assay(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    return subprocess.run(
+        [sys.executable, "-m", "assay", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+        cwd=cwd,
+    )
+
+
+def test_lint_exits_0_when_clean_1_with_problems_2_when_unreadable(tmp_path: Path) -> None:
+    clean = assay("lint", str(EXAMPLE))
+    assert clean.returncode == 0, clean.stderr
+    assert "workflow 'competitor_deep_dive' passes lint (2 steps)" in clean.stdout
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "workflow: bad\nsteps:\n  - id: a\n    executor: json:dumps\n"
+        "    empty_output: {items: []}\n    verify: {criteria: ['output.items.length > 0']}\n",
+        encoding="utf-8",
+    )
+    found = assay("lint", str(bad))
+    assert found.returncode == 1
+    assert "[zero-case] step 'a': criterion `output.items.length > 0` fails" in found.stdout
+
+    missing = assay("lint", str(tmp_path / "missing.yaml"))
+    assert missing.returncode == 2
+    assert "cannot read the workflow file" in missing.stderr
+
+
+def test_run_the_example_offline_from_any_directory(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    result = assay(
+        "run", str(EXAMPLE), "--input", f"@{EXAMPLE_INPUT}", "--ledger", url, cwd=tmp_path
+    )
+
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert record["status"] == "completed"
+    assert record["committed"]["write_brief"]["cited"] == ["10-K 2025", "press: Q3 launch"]
+    assert "select_hypotheses attempt 1 iteration 1: fail:" in result.stderr
+    assert "select_hypotheses: committed" in result.stderr
+
+
+def test_run_parks_with_exit_1_and_resume_with_a_persons_input_completes(tmp_path: Path) -> None:
+    flow = tmp_path / "approval.yaml"
+    flow.write_text(
+        "workflow: approval\nbudget: {iterations_per_attempt: 1}\nsteps:\n  - id: a\n"
+        "    executor: workflow_cli_steps:needs_approval\n    empty_output: {items: []}\n"
+        "    verify: {criteria: ['output.items.every(i => i > 0)']}\n"
+        "    escalation: [fresh_attempt, human]\n",
+        encoding="utf-8",
+    )
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+
+    parked = assay("run", str(flow), "--ledger", url)
+    assert parked.returncode == 1, parked.stderr
+    run_id = json.loads(parked.stdout)["run_id"]
+    assert f"resume it with: assay resume {run_id}" in parked.stderr
+    assert "a: parked: the attempt 2 budget's iterations ran out (1 of 1)" in parked.stderr
+
+    listed = assay("runs", "--ledger", url)
+    assert listed.returncode == 0
+    assert listed.stdout.split() == [run_id, "parked", "approval", "step=a"]
+
+    done = assay("resume", run_id, "--input", '{"approve": true}', "--ledger", url)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["committed"] == {"a": {"items": [1]}}
+
+    again = assay("resume", run_id, "--ledger", url)
+    assert again.returncode == 2
+    assert "every step has committed" in again.stderr
+
+
+def test_bad_input_and_unknown_runs_exit_2(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    not_json = assay("run", str(EXAMPLE), "--input", "{nope", "--ledger", url)
+    assert not_json.returncode == 2
+    assert "--input is not JSON" in not_json.stderr
+    not_object = assay("run", str(EXAMPLE), "--input", "[1]", "--ledger", url)
+    assert not_object.returncode == 2
+    assert "--input must be a JSON object, not list" in not_object.stderr
+    unknown = assay("resume", "no-such-run", "--ledger", url)
+    assert unknown.returncode == 2
+    assert "no run 'no-such-run' in the ledger" in unknown.stderr

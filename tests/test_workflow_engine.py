@@ -1,0 +1,217 @@
+"""The workflow engine: the gate, the critique loop, the ladder, budgets, park and resume."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from assay.clock import VirtualClock
+from assay.errors import RunError, RunNotFoundError, WorkflowError
+from assay.workflow import Engine, RunStatus, StepContext, Workflows
+from assay.workflow.run import read_run
+from workflow_steps import PlannerRecorder, Recorder, memory_ledger, step_of, workflow_of
+
+GOOD = {"items": [1, 2]}
+BAD = {"items": [1, -2]}
+
+
+def kinds(engine: Engine, run_id: str) -> list[str]:
+    return [entry.kind for entry in engine.ledger.query(run=run_id)]
+
+
+def test_a_failed_verdicts_critique_goes_back_to_the_planner() -> None:
+    executor = Recorder([BAD, GOOD])
+    planner = PlannerRecorder()
+    workflow = workflow_of(step_of("pick", executor, planner=planner))
+    engine = Engine(workflow, memory_ledger())
+
+    record = engine.start({})
+
+    assert record.status is RunStatus.COMPLETED
+    assert record.committed == {"pick": GOOD}
+    critique = (
+        "output.items.every(i => i > 0): does not hold (it evaluated to false); "
+        "it read output.items = [1, -2]"
+    )
+    assert planner.seen == [(), (critique,)]
+    assert executor.calls[1].plan == {"heed": critique}
+    assert kinds(engine, record.run_id) == ["commit", "verdict", "verdict", "commit"]
+
+
+def test_nothing_is_committed_or_passed_on_before_its_verdict_passes() -> None:
+    first = Recorder([BAD, GOOD])
+    second = Recorder([{"items": [3]}])
+    workflow = workflow_of(step_of("a", first), step_of("b", second))
+    engine = Engine(workflow, memory_ledger())
+
+    record = engine.start({"topic": "x"})
+
+    assert second.calls[0].input == {"topic": "x", "steps": {"a": GOOD}}
+    verdicts = engine.ledger.query(run=record.run_id, kind="verdict")
+    assert [v.body["verdict"]["passed"] for v in verdicts] == [False, True, True]
+    commits = engine.ledger.query(run=record.run_id, kind="commit")
+    assert [c.body.get("step") for c in commits] == [None, "a", "b"]
+    assert verdicts[0].body["output"] == BAD
+    assert verdicts[0].body["verdict"]["criteria"][0] == {
+        "criterion": "output.items.every(i => i > 0)",
+        "passed": False,
+        "reason": "does not hold (it evaluated to false); it read output.items = [1, -2]",
+        "verifier": "expression",
+    }
+
+
+def test_a_fresh_attempt_starts_without_critiques_then_the_alternate_executor_runs() -> None:
+    executor = Recorder([BAD])
+    alternate = Recorder([GOOD])
+    step = step_of("s", executor, escalation=["fresh_attempt", {"executor": alternate}, "human"])
+    workflow = workflow_of(step, budget={"iterations_per_attempt": 2})
+    engine = Engine(workflow, memory_ledger())
+
+    record = engine.start({})
+
+    assert record.status is RunStatus.COMPLETED
+    assert [(c.attempt, c.iteration, len(c.critiques)) for c in executor.calls] == [
+        (1, 1, 0),
+        (1, 2, 1),
+        (2, 1, 0),
+        (2, 2, 1),
+    ]
+    assert [(c.attempt, c.iteration) for c in alternate.calls] == [(3, 1)]
+    escalations = engine.ledger.query(run=record.run_id, kind="escalation")
+    assert [e.body["rung"] for e in escalations] == ["fresh_attempt", f"executor: {alternate!r}"]
+    assert escalations[0].body["reason"] == ("the attempt 1 budget's iterations ran out (2 of 2)")
+
+
+def test_a_model_rung_hands_the_model_name_to_the_executor() -> None:
+    executor = Recorder([BAD, GOOD])
+    step = step_of("s", executor, escalation=[{"model": "bigger"}])
+    engine = Engine(workflow_of(step, budget={"iterations_per_attempt": 1}), memory_ledger())
+
+    engine.start({})
+
+    assert [c.model for c in executor.calls] == [None, "bigger"]
+
+
+def test_the_human_rung_parks_and_a_resume_takes_the_run_up_with_the_persons_input() -> None:
+    executor = Recorder([BAD, BAD, GOOD])
+    before = Recorder([GOOD])
+    workflow = workflow_of(
+        step_of("first", before),
+        step_of("second", executor, escalation=["human"]),
+        budget={"iterations_per_attempt": 2},
+    )
+    engine = Engine(workflow, memory_ledger())
+
+    parked = engine.start({})
+
+    assert parked.status is RunStatus.PARKED
+    assert parked.next_step == "second"
+    assert parked.committed == {"first": GOOD}
+    assert parked.park is not None
+    assert parked.park.reason == (
+        "the attempt 1 budget's iterations ran out (2 of 2); the escalation ladder calls a person"
+    )
+    assert parked.park.usage.iterations == 2
+
+    done = engine.resume(parked.run_id, {"hint": "use positives"})
+
+    assert done.status is RunStatus.COMPLETED
+    assert done.human == {"hint": "use positives"}
+    assert executor.calls[-1].human == {"hint": "use positives"}
+    assert len(before.calls) == 1
+    assert kinds(engine, parked.run_id)[-4:] == ["park", "resume", "verdict", "commit"]
+
+
+def test_a_completed_run_cannot_be_resumed_and_an_unknown_one_is_not_found() -> None:
+    engine = Engine(workflow_of(step_of("s", Recorder([GOOD]))), memory_ledger())
+    record = engine.start({})
+
+    with pytest.raises(RunError) as caught:
+        engine.resume(record.run_id, {})
+    assert str(caught.value) == (
+        f"cannot resume run {record.run_id!r}: every step has committed; there is nothing "
+        "left to do"
+    )
+    with pytest.raises(RunNotFoundError, match="no run 'nope' in the ledger at memory:"):
+        engine.resume("nope", {})
+
+
+def test_budgets_charge_up_the_tree_and_park_the_step_when_its_tokens_run_out() -> None:
+    clock = VirtualClock()
+    executor = Recorder([BAD], clock=clock, advance=1.0, tokens=40)
+    step = step_of("s", executor, budget={"tokens": 100}, escalation=["fresh_attempt"] * 5)
+    workflow = workflow_of(step, budget={"iterations_per_attempt": 2, "tokens": 1000})
+    engine = Engine(workflow, memory_ledger(clock), clock=clock)
+
+    record = engine.start({})
+
+    assert record.status is RunStatus.PARKED
+    assert len(executor.calls) == 3  # 40 + 40 + 40 = 120: the third overran, no fourth began
+    assert record.park is not None
+    assert record.park.reason == "the step s budget's tokens ran out (120 of 100)"
+    assert record.park.usage.tokens == 120
+    assert record.park.usage.wall_s == 3.0
+
+
+def test_an_iteration_over_its_own_bound_is_discarded_unverified() -> None:
+    executor = Recorder([GOOD], tokens=50)
+    step = step_of("s", executor, budget={"iteration": {"tokens": 10}, "iterations_per_attempt": 1})
+    engine = Engine(workflow_of(step), memory_ledger())
+
+    record = engine.start({})
+
+    assert record.status is RunStatus.PARKED
+    (verdict,) = engine.ledger.query(run=record.run_id, kind="verdict")
+    assert verdict.body["verdict"]["criteria"] == [
+        {
+            "criterion": "budget",
+            "passed": False,
+            "reason": "the iteration 1 budget's tokens ran out (50 of 10); the output is discarded",
+            "verifier": "budget",
+        }
+    ]
+
+
+def test_an_executor_that_raises_or_returns_no_object_fails_its_verdict() -> None:
+    calls: list[int] = []
+
+    def flaky(ctx: StepContext) -> Any:
+        calls.append(ctx.iteration)
+        if ctx.iteration == 1:
+            raise RuntimeError("upstream timed out")
+        if ctx.iteration == 2:
+            return ["not", "an", "object"]
+        return GOOD
+
+    engine = Engine(workflow_of(step_of("s", flaky)), memory_ledger())
+
+    record = engine.start({})
+
+    assert record.status is RunStatus.COMPLETED
+    verdicts = engine.ledger.query(run=record.run_id, kind="verdict")
+    assert [v.body["verdict"]["critique"] for v in verdicts] == [
+        "executor: the executor raised RuntimeError: upstream timed out",
+        "executor: the executor returned list, not a JSON object",
+        "",
+    ]
+
+
+def test_run_input_must_be_an_object_without_a_steps_key() -> None:
+    engine = Engine(workflow_of(step_of("s", Recorder())), memory_ledger())
+    with pytest.raises(WorkflowError, match="may not have a 'steps' key"):
+        engine.start({"steps": []})
+    assert engine.ledger.size == 0
+
+
+def test_the_service_finds_workflows_by_name_and_lists_runs() -> None:
+    workflow = workflow_of(step_of("s", Recorder([GOOD])), name="named")
+    service = Workflows(memory_ledger(), workflows=[workflow])
+
+    record = service.start("named", {"a": 1})
+
+    assert service.get(record.run_id) == record
+    assert [r.run_id for r in service.runs()] == [record.run_id]
+    assert read_run(service.ledger, record.run_id).status is RunStatus.COMPLETED
+    with pytest.raises(WorkflowError, match="no workflow 'other'"):
+        service.start("other", {})

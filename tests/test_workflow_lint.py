@@ -1,0 +1,188 @@
+"""Workflow definitions and the authoring lint: zero-case, scope, effort, irreversible."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from assay.errors import WorkflowError, WorkflowLintError
+from assay.workflow import Engine, check_workflow, lint, load_workflow
+from workflow_steps import Recorder, memory_ledger, step_of, workflow_of
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "workflows"
+
+
+def test_the_example_loads_and_passes_lint() -> None:
+    workflow = load_workflow(EXAMPLE / "competitor_deep_dive.yaml")
+    assert workflow.name == "competitor_deep_dive"
+    assert [step.id for step in workflow.steps] == ["select_hypotheses", "write_brief"]
+    assert workflow.budget.attempts == 2
+    assert workflow.budget.iterations_per_attempt == 3
+    assert [r.label for r in workflow.steps[0].escalation] == ["fresh_attempt", "human"]
+    assert lint(workflow) == []
+
+
+def test_zero_case_names_the_criterion_and_the_empty_output_and_says_why() -> None:
+    workflow = workflow_of(step_of("pick", Recorder(), "output.items.length > 0"))
+
+    (problem,) = lint(workflow)
+
+    assert problem.rule == "zero-case"
+    assert problem.criterion == "output.items.length > 0"
+    assert problem.message == (
+        "step 'pick': criterion `output.items.length > 0` fails on the declared empty output "
+        '{"items": []} (does not hold (it evaluated to false)). An honest step that finds '
+        "nothing to do returns its empty output; with this criterion it could never pass its "
+        "gate, so it would only ever retry to its bounds and park. Rewrite the criterion so "
+        "the empty output satisfies it (e.g. `output.items.length === 0 || ...`)"
+    )
+
+
+def test_a_criterion_that_throws_on_the_empty_output_is_a_zero_case_problem() -> None:
+    workflow = workflow_of(step_of("pick", Recorder(), "output.items[0].id > 0"))
+    (problem,) = lint(workflow)
+    assert problem.rule == "zero-case"
+    assert "could not be evaluated" in problem.message
+
+
+def test_the_lint_error_lists_every_problem_and_names_the_first() -> None:
+    workflow = workflow_of(
+        step_of("a", Recorder(), "output.items.length > 0", "state.orders.length === 0"),
+        step_of("b", Recorder(), "output.attempts < 3"),
+    )
+
+    with pytest.raises(WorkflowLintError) as caught:
+        check_workflow(workflow)
+
+    error = caught.value
+    assert [(p.rule, p.step) for p in error.problems] == [  # type: ignore[attr-defined]
+        ("zero-case", "a"),
+        ("scope", "a"),
+        ("effort", "b"),
+        ("zero-case", "b"),
+    ]
+    assert error.criterion == "output.items.length > 0"
+    assert error.step == "a"
+    assert str(error).startswith("workflow 'test_flow' was rejected at load (4 problems):\n")
+
+
+def test_scope_rejects_reads_outside_input_and_output() -> None:
+    (problem,) = lint(workflow_of(step_of("a", Recorder(), "inbox.sent_count >= 0")))
+    assert problem.rule == "scope"
+    assert problem.message == (
+        "step 'a': criterion `inbox.sent_count >= 0` reads inbox.sent_count, outside the "
+        "verifier's scope; a criterion sees only input and output (check the world with a "
+        "{state: ...} criterion instead)"
+    )
+
+
+@pytest.mark.parametrize(
+    "criterion",
+    [
+        "output.attempts <= 3",
+        "input.iterationCount < 5",
+        "output.meta.tokens_used < 1000",
+        "output.retries === 0",
+        "output.elapsed_s < 60",
+    ],
+)
+def test_effort_criteria_are_rejected(criterion: str) -> None:
+    problems = lint(workflow_of(step_of("a", Recorder(), criterion)))
+    assert "effort" in [p.rule for p in problems]
+
+
+def test_an_irreversible_step_needs_a_state_contract() -> None:
+    bare = step_of("pay", Recorder(), reversibility="irreversible")
+    (problem,) = lint(workflow_of(bare))
+    assert problem.rule == "irreversible"
+    checked = step_of(
+        "pay",
+        Recorder(),
+        "output.items.length >= 0",
+        {"state": {"payment.status": "captured"}},
+        reversibility="irreversible",
+    )
+    assert lint(workflow_of(checked)) == []
+
+
+def test_a_step_without_any_gate_or_empty_output_is_rejected() -> None:
+    raw = {"id": "a", "executor": Recorder()}
+    assert [p.rule for p in lint(workflow_of(raw))] == ["no-gate"]
+    raw = {"id": "a", "executor": Recorder(), "verify": {"criteria": ["output.ok === true"]}}
+    assert [p.rule for p in lint(workflow_of(raw))] == ["zero-case"]
+
+
+def test_zero_case_is_checked_again_with_the_runs_real_input() -> None:
+    step = step_of("a", Recorder(), "output.items.length <= input.limit")
+    workflow = workflow_of(step, example_input={"limit": 3})
+    assert lint(workflow) == []
+    engine = Engine(workflow, memory_ledger())
+    with pytest.raises(WorkflowLintError, match="fails on the declared empty output"):
+        engine.start({"limit": "none"})
+    assert engine.ledger.size == 0
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"steps": []}, "'workflow' must name the workflow"),
+        ({"workflow": "w", "steps": []}, "'steps' must be a non-empty list"),
+        ({"workflow": "w", "steps": [{"id": "a", "executor": "nodots"}]}, "module:function"),
+        (
+            {"workflow": "w", "steps": [{"id": "a", "executor": "no_such_mod:f"}]},
+            "cannot import 'no_such_mod'",
+        ),
+        (
+            {"workflow": "w", "steps": [{"id": "a", "executor": "json:nope"}]},
+            "module 'json' has no 'nope'",
+        ),
+        (
+            {
+                "workflow": "w",
+                "budget": {"attempts": 0},
+                "steps": [{"id": "a", "executor": "json:dumps"}],
+            },
+            "budget.attempts: Input should be greater than or equal to 1",
+        ),
+        (
+            {
+                "workflow": "w",
+                "steps": [{"id": "a", "executor": "json:dumps", "verify": {"criteria": ["a ==="]}}],
+            },
+            "criterion 'a ===' is not a valid expression",
+        ),
+        (
+            {
+                "workflow": "w",
+                "steps": [{"id": "a", "executor": "json:dumps", "escalation": ["again"]}],
+            },
+            "an escalation rung is fresh_attempt, human",
+        ),
+    ],
+)
+def test_malformed_definitions_name_what_is_wrong(raw: dict[str, object], message: str) -> None:
+    from assay.workflow import Workflow
+
+    with pytest.raises(WorkflowError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        Workflow.from_mapping(raw)
+
+
+def test_a_yaml_file_finds_its_executors_beside_it(tmp_path: Path) -> None:
+    (tmp_path / "my_local_steps.py").write_text(
+        "def produce(ctx):\n    return {'items': [5]}\n", encoding="utf-8"
+    )
+    path = tmp_path / "flow.yaml"
+    path.write_text(
+        "workflow: local\n"
+        "steps:\n"
+        "  - id: a\n"
+        "    executor: my_local_steps:produce\n"
+        "    empty_output: {items: []}\n"
+        "    verify: {criteria: ['output.items.every(i => i > 0)']}\n",
+        encoding="utf-8",
+    )
+    workflow = load_workflow(path)
+    record = Engine(workflow, memory_ledger()).start({})
+    assert record.committed == {"a": {"items": [5]}}
+    assert record.source == str(path.resolve())

@@ -1,0 +1,118 @@
+"""The model verifier against the real local model (SmolLM2-135M, llama-cpp-python's server).
+
+These test the plumbing end to end, never the tiny model's judgement: a verdict comes back
+constrained to the schema and parses, it is recorded in the ledger with every per-check
+ruling, and a failing one's critique is what the planner is handed next.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from assay.workflow import Engine, ModelSettings, RunStatus, Workflow
+from assay.workflow.model import ZERO_CASE_EXEMPTION, ModelVerifier
+from workflow_steps import PlannerRecorder, Recorder, memory_ledger
+
+UNRULED = ("the model at ", "the model's answer is not a verdict")
+OUTPUT = {"hypotheses": [{"claim": "Acme grew 12%", "source": "10-K 2025"}], "selected_count": 1}
+INPUT = {"sources": ["10-K 2025"]}
+
+
+def settings(base_url: str, **more: Any) -> ModelSettings:
+    return ModelSettings(base_url=base_url, model="smollm2", response_format="json_object", **more)
+
+
+def workflow(executor: Any, planner: Any) -> Workflow:
+    return Workflow.from_mapping(
+        {
+            "workflow": "modelled",
+            "budget": {"iterations_per_attempt": 3},
+            "steps": [
+                {
+                    "id": "select",
+                    "executor": executor,
+                    "planner": planner,
+                    "empty_output": {"hypotheses": [], "selected_count": 0},
+                    "verify": {
+                        "prompt": "Check that every hypothesis cites a source from the input.",
+                        "criteria": ["output.selected_count === output.hypotheses.length"],
+                    },
+                    "escalation": ["human"],
+                }
+            ],
+        }
+    )
+
+
+def test_the_server_is_the_local_smollm2(model_server: str) -> None:
+    models = httpx.get(f"{model_server}/models", timeout=30).json()
+    assert [m["id"] for m in models["data"]] == ["smollm2"]
+
+
+def test_a_verdict_comes_back_in_the_schema_and_parses(model_server: str) -> None:
+    step = workflow(Recorder(), None).steps[0]
+    verifier = ModelVerifier(settings(model_server), step)
+    assert ZERO_CASE_EXEMPTION in verifier.messages(INPUT, OUTPUT)[0]["content"]
+
+    verdict = verifier.verify({**INPUT, "steps": {}}, OUTPUT)
+
+    assert [r.criterion for r in verdict.criteria] == [
+        "prompt: Check that every hypothesis cites a source from the input.",
+        "output.selected_count === output.hypotheses.length",
+    ]
+    assert {r.verifier for r in verdict.criteria} == {"model"}
+    assert not any(r.reason.startswith(UNRULED) for r in verdict.criteria), verdict
+    assert verdict.tokens > 0
+    assert verdict.passed == all(r.passed for r in verdict.criteria)
+
+
+def test_model_verdicts_are_recorded_and_a_failing_ones_critique_reaches_the_planner(
+    model_server: str,
+) -> None:
+    executor = Recorder([OUTPUT])
+    planner = PlannerRecorder()
+    engine = Engine(workflow(executor, planner), memory_ledger(), model=settings(model_server))
+
+    record = engine.start(INPUT)
+
+    verdicts = [e.body for e in engine.ledger.query(run=record.run_id, kind="verdict")]
+    assert 1 <= len(verdicts) <= 3
+    for body in verdicts:
+        rulings = body["verdict"]["criteria"]
+        assert [r["verifier"] for r in rulings] == ["expression", "model", "model"]
+        assert body["verdict"]["tokens"] > 0
+    critiques = [v["verdict"]["critique"] for v in verdicts if not v["verdict"]["passed"]]
+    # The planner is handed, before each iteration, every failed critique so far, in order.
+    assert planner.seen == [tuple(critiques[:n]) for n in range(len(verdicts))]
+    if verdicts[-1]["verdict"]["passed"]:
+        assert record.status is RunStatus.COMPLETED
+        assert record.committed == {"select": OUTPUT}
+    else:
+        assert record.status is RunStatus.PARKED
+        assert record.committed == {}
+
+
+def test_an_answer_cut_off_by_its_token_bound_fails_and_its_critique_is_routed(
+    model_server: str,
+) -> None:
+    executor = Recorder([OUTPUT])
+    planner = PlannerRecorder()
+    engine = Engine(
+        workflow(executor, planner), memory_ledger(), model=settings(model_server, max_tokens=4)
+    )
+
+    record = engine.start(INPUT)
+
+    assert record.status is RunStatus.PARKED
+    verdicts = [e.body["verdict"] for e in engine.ledger.query(run=record.run_id, kind="verdict")]
+    assert len(verdicts) == 3
+    for verdict in verdicts:
+        assert verdict["passed"] is False
+        assert verdict["critique"].startswith("the model's answer is not a verdict")
+    assert planner.seen == [
+        (),
+        (verdicts[0]["critique"],),
+        tuple(v["critique"] for v in verdicts[:2]),
+    ]
