@@ -478,6 +478,70 @@ def test_an_interrupted_appender_strands_neither_the_writer_role_nor_others(
     assert group.statistics() == GroupCommitStatistics(2, 2, 1, 0, 0)
 
 
+class _InterruptedInBatch(threading.Event):
+    """A wake whose waiter is interrupted while its batch is written, or once it is woken."""
+
+    def __init__(self, interrupt: threading.Event, after_wake: bool) -> None:
+        super().__init__()
+        self.interrupt = interrupt
+        self.after_wake = after_wake
+
+    def wait(self, timeout: float | None = None) -> bool:
+        (super() if self.after_wake else self.interrupt).wait(timeout)
+        raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("after_wake", [False, True])
+def test_an_appender_interrupted_within_a_batch_does_not_stop_the_others_waking(
+    monkeypatch: pytest.MonkeyPatch, after_wake: bool
+) -> None:
+    # One caller of a batch stopped waiting while it was written: the others are answered.
+    hold, entered, interrupt = threading.Event(), threading.Event(), threading.Event()
+    batches: list[list[str]] = []
+    outcomes: dict[str, object] = {}
+
+    def write(drafts: list[EntryDraft]) -> list[Any]:
+        names = [d.body["name"] for d in drafts]
+        if names == ["a"]:
+            entered.set()
+            hold.wait(30)
+        elif not after_wake:
+            interrupt.set()
+            _wait_until(lambda: "c" in outcomes)
+        batches.append(names)
+        return seal_all(drafts, sum(len(batch) for batch in batches[:-1]), GENESIS_HASH)
+
+    group = GroupCommit(write, name="test")
+    original = group_commit._Request.__init__
+
+    def init(self: Any, drafts: list[EntryDraft]) -> None:
+        original(self, drafts)
+        if drafts[0].body["name"] == "c":
+            self.wake = _InterruptedInBatch(interrupt, after_wake)
+
+    monkeypatch.setattr(group_commit._Request, "__init__", init)
+
+    def submit(name: str) -> None:
+        try:
+            outcomes[name] = [entry.seq for entry in group.submit([draft(body={"name": name})])]
+        except KeyboardInterrupt:
+            outcomes[name] = "interrupted"
+
+    threads = {name: threading.Thread(target=submit, args=(name,)) for name in "abcd"}
+    threads["a"].start()
+    assert entered.wait(30)
+    for queued, name in enumerate("bcd", start=1):
+        threads[name].start()
+        _wait_until(lambda queued=queued: group.statistics().queued == queued)
+    hold.set()
+    for thread in threads.values():
+        thread.join(30)
+    assert batches == [["a"], ["b", "c", "d"]]
+    assert outcomes == {"a": [1], "b": [2], "c": "interrupted", "d": [4]}
+    group.close()
+    assert group.statistics() == GroupCommitStatistics(2, 4, 3, 0, 0)
+
+
 def _wait_until(condition: Any) -> None:
     deadline = time.monotonic() + 30
     while not condition():

@@ -182,6 +182,21 @@ def test_two_backends_on_one_ledger_keep_one_order(database: Store) -> None:
     assert verify_ledger(first).ok
 
 
+def test_a_writer_whose_head_went_stale_seals_after_the_stored_head(database: Store) -> None:
+    # Each backend seals a batch after the head it last committed; when another writer has
+    # moved the head since, the database refuses that insert and the batch is sealed again.
+    first, second = database.open(), database.open()
+    assert [entry.seq for entry in first.append([draft(body={"n": 1})])] == [1]
+    assert [entry.seq for entry in second.append([draft(body={"n": 2})])] == [2]
+    again = first.append([draft(body={"n": 3}), draft(body={"n": 4})])
+    assert [(entry.seq, entry.body) for entry in again] == [(3, {"n": 3}), (4, {"n": 4})]
+    assert again[0].prev_hash == second.read(2, 3)[0].hash
+    assert [entry.seq for entry in second.append([draft(body={"n": 5})])] == [5]
+    report = verify_ledger(first)
+    assert report.ok, report.describe()
+    assert report.size == 5
+
+
 def test_a_reopened_ledger_keeps_its_entries_and_its_chain(database: Store) -> None:
     first = database.open()
     written = first.append([draft(body={"n": n}) for n in range(3)])

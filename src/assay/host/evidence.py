@@ -32,6 +32,7 @@ class DurableEvidence:
         self._wake = threading.Condition()
         self._queued = 0  # entries ever queued
         self._stored = 0  # entries ever stored
+        self.commits = 0  # batches stored, one durable commit each
         self._failure: LedgerError | None = None
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._closing = False
@@ -102,30 +103,36 @@ class DurableEvidence:
 
     def _stored_up_to(self, count: int) -> None:
         with self._wake:
+            self.commits += 1
             self._stored += count
             stored = self._stored
             done = [future for target, future in self._waiters if target <= stored]
             self._waiters = [(t, f) for t, f in self._waiters if t > stored]
-        for future in done:
-            _resolve(future, None)
+        _resolve(done, None)
 
     def _fail(self, failure: LedgerError) -> None:
         with self._wake:
             self._failure = failure
             waiters, self._waiters = self._waiters, []
             self._queue.clear()
-        for _, future in waiters:
-            _resolve(future, failure)
+        _resolve([future for _, future in waiters], failure)
 
 
-def _resolve(future: asyncio.Future[None], error: BaseException | None) -> None:
-    def settle() -> None:
-        if future.done():
-            return
-        if error is None:
-            future.set_result(None)
-        else:
-            future.set_exception(error)
+def _resolve(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
+    """Settle ``futures`` from the writer thread: one wake-up per event loop, not per future."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+    for future in futures:
+        by_loop.setdefault(future.get_loop(), []).append(future)
 
-    with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
-        future.get_loop().call_soon_threadsafe(settle)
+    def settle(batch: list[asyncio.Future[None]]) -> None:
+        for future in batch:
+            if future.done():
+                continue
+            if error is None:
+                future.set_result(None)
+            else:
+                future.set_exception(error)
+
+    for loop, batch in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+            loop.call_soon_threadsafe(settle, batch)

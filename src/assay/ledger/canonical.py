@@ -1,63 +1,50 @@
 """RFC 8785 canonical JSON, fast for the JSON a ledger mostly holds.
 
 For JSON without floats, with integers within ±(2**53 - 1) and without characters beyond
-U+FFFF (where code-point order, which ``sort_keys`` uses, departs from RFC 8785's UTF-16
-order), ``json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False)`` in C writes
-exactly the bytes ``rfc8785.dumps`` writes in Python, several times faster. ``canonical_copy``
-takes that path when it can prove the value is such JSON, by reading the text back (which a
-ledger needs anyway, for a plain copy) and comparing; anything else goes to ``rfc8785``, which
-also words every refusal. ``tests/test_canonical.py`` checks the two agree on generated JSON.
+U+FFFF (where code-point order, which orjson's ``OPT_SORT_KEYS`` uses, departs from RFC 8785's
+UTF-16 order), ``orjson.dumps`` writes exactly the bytes ``rfc8785.dumps`` writes, tens of
+times faster: the same escapes (``\\uXXXX`` in lower case for other controls, everything else
+literal) and sorted keys. ``canonical_copy`` takes that path when it can prove the value is
+such JSON: orjson refuses integers beyond the range, subclasses, non-string keys and lone
+surrogates; the text is searched for a number token with a fraction or an exponent, and for
+a four-byte UTF-8 sequence; and the text read back (which a ledger needs anyway, for a plain
+copy) must equal the value, which catches tuples, enums and ``NaN`` (written as ``null``).
+Anything else goes to ``rfc8785``, which also words every refusal. ``tests/test_canonical.py``
+and ``tests/test_ledger_canonical.py`` check the two agree on generated JSON.
 """
 
 from __future__ import annotations
 
 import json
-import json.encoder
-import json.scanner
 import re
 from typing import Any, Final
 
+import orjson
 import rfc8785
 
 _SAFE: Final = 2**53 - 1
-_BEYOND_BMP: Final = re.compile("[\U00010000-\U0010ffff]")
-
-
-def _unsupported(value: object) -> Any:
-    raise TypeError(f"{type(value).__name__} is not JSON")
-
-
-# json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-# without its per-call set-up: the C encoder, made once (no circularity check: a cycle ends
-# in RecursionError, and rfc8785 then says so).
-_ENCODE: Final = json.encoder.c_make_encoder(  # type: ignore[attr-defined]
-    None, _unsupported, json.encoder.encode_basestring, None, ":", ",", True, False, False
+_OPTIONS: Final = (
+    orjson.OPT_SORT_KEYS
+    | orjson.OPT_STRICT_INTEGER
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
 )
-_QUOTE: Final = json.encoder.encode_basestring
+# Every float orjson writes has a digit followed by "." or by "e+" or "e-" (1.0, 1e-7,
+# 1.5e+300). For text with escapes (where quotes cannot be paired by splitting) these find
+# each candidate; each regex starts with a literal, which ``re`` finds quickly. In compact
+# JSON a number token follows ":", "," or "[", so a match whose digits do not is in a string.
+_FRACTIONS: Final = (re.compile(rb"\.(?<=[0-9]\.)"), re.compile(rb"e[+-](?<=[0-9]e[+-])"))
+_NUMBER_TOKEN: Final = re.compile(rb"[:,\[]-?[0-9]+")
+_BEYOND_BMP: Final = re.compile(rb"[\xf0-\xf4]")
 
 
-class _NotPlainError(Exception):
-    """The text holds a float or an integer beyond ±(2**53 - 1): ``rfc8785`` must write it."""
-
-
-def _plain_int(text: str) -> int:
-    value = int(text)
-    if not -_SAFE <= value <= _SAFE:
-        raise _NotPlainError
-    return value
-
-
-def _no_float(text: str) -> Any:
-    raise _NotPlainError
+def _unwritable(value: object) -> Any:
+    raise TypeError(f"{type(value).__name__} is not plain JSON")
 
 
 def _not_json(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
-
-
-_SCAN_PLAIN: Final = json.scanner.c_make_scanner(  # type: ignore[attr-defined]
-    json.JSONDecoder(parse_int=_plain_int, parse_float=_no_float, parse_constant=_not_json)
-)
 
 
 def loads(text: bytes | str) -> Any:
@@ -77,16 +64,14 @@ def _number(text: str) -> int | float:
 
 def canonical_json(value: Any) -> bytes:
     """The RFC 8785 canonical JSON of ``value``; ``ValueError``/``TypeError`` if it has none."""
+    if type(value) is str:
+        # A string is escaped alike by both; rfc8785 words the refusal of a lone surrogate.
+        try:
+            return orjson.dumps(value)
+        except TypeError:
+            return rfc8785.dumps(value)
     if value is None:
         return b"null"
-    if type(value) is str:
-        # A string is written alike by both (key order is not in question); rfc8785 words
-        # the refusal of a lone surrogate.
-        text: str = _QUOTE(value)
-        try:
-            return text.encode()
-        except UnicodeEncodeError:
-            return rfc8785.dumps(value)
     return canonical_copy(value)[0]
 
 
@@ -95,16 +80,34 @@ def canonical_copy(value: Any) -> tuple[bytes, Any]:
 
     Raise as ``rfc8785.dumps`` does when ``value`` is not JSON it can write.
     """
-    try:
-        text = "".join(_ENCODE(value, 0))
-        if text.isascii() or not _BEYOND_BMP.search(text):
-            # The read-back finds floats and large integers; the comparison finds what
-            # json.dumps writes but RFC 8785 refuses or writes otherwise (non-string keys,
-            # tuples, subclasses that compare unequal to what they wrote).
-            copy, end = _SCAN_PLAIN(text, 0)
-            if end == len(text) and type(copy) is type(value) and copy == value:
-                return text.encode(), copy  # a lone surrogate fails here, as in rfc8785
-    except (_NotPlainError, ValueError, TypeError, RecursionError, StopIteration):
-        pass
+    kind = type(value)
+    if kind is dict or kind is list or kind is str or value is None:
+        try:
+            text = orjson.dumps(value, default=_unwritable, option=_OPTIONS)
+        except TypeError:  # orjson.JSONEncodeError is one
+            pass
+        else:
+            if (text.isascii() or _BEYOND_BMP.search(text) is None) and not _has_float(text):
+                copy = orjson.loads(text)
+                if copy == value:
+                    return text, copy
     canonical = rfc8785.dumps(value)
     return canonical, loads(canonical)
+
+
+def _has_float(text: bytes) -> bool:
+    """Whether orjson's ``text`` of an object, array or string holds a float token."""
+    if b"\\" not in text:
+        # No escapes, so every quote opens or closes a string: what lies between the strings
+        # is punctuation, literals and numbers, and a float is a "." or an "e+"/"e-" there.
+        between = b"".join(text.split(b'"')[::2])
+        return b"." in between or b"e+" in between or b"e-" in between
+    for fraction in _FRACTIONS:
+        for match in fraction.finditer(text):
+            end = match.start()
+            start = max(
+                text.rfind(b":", 0, end), text.rfind(b",", 0, end), text.rfind(b"[", 0, end)
+            )
+            if start >= 0 and _NUMBER_TOKEN.fullmatch(text, start, end):
+                return True
+    return False

@@ -260,6 +260,8 @@ class Ledger:
         return f"Ledger({self.url!r}, size={self.size})"
 
     def _absorb(self, entry: Entry) -> None:
+        if entry.seq <= self._tree.size:
+            return  # taken in with its batch, as it mostly is: no need to wait for the lock
         with self._lock:
             if entry.seq > self._tree.size:
                 self._arrived[entry.seq] = entry
@@ -269,6 +271,10 @@ class Ledger:
         """Add a committed batch to the tree as far as it follows on without a gap."""
         with self._lock:
             tree, arrived = self._tree, self._arrived
+            if not arrived and entries and entries[0].seq == tree.size + 1:
+                for entry in entries:  # the batch follows on: the usual case, in one process
+                    tree.append(entry.leaf_hash)
+                return
             for entry in entries:
                 if entry.seq > tree.size:
                     arrived[entry.seq] = entry

@@ -1,8 +1,11 @@
 """The PostgreSQL backend: one gapless order shared by writers in many processes and machines.
 
-Each append transaction takes a transaction-level advisory lock, reads the head inside it,
-inserts and commits, so writers anywhere serialize on the database while readers never
-wait. Within one process appends go through ``GroupCommit``, one transaction per batch.
+Each append transaction takes a transaction-level advisory lock, so writers anywhere serialize
+on the database while readers never wait. Within one process appends go through
+``GroupCommit``, one transaction per batch, sealed after the head this writer last committed
+and sent as one pipeline (lock, inserts, commit: one round trip); if another writer moved the
+head, the trigger below refuses the batch whole, and it is sealed again after the head read
+under the lock.
 Triggers refuse UPDATE, DELETE and TRUNCATE of entries and checkpoints, and an insert that
 does not take the next seq and link to the last hash. The schema is created on open.
 """
@@ -92,6 +95,7 @@ CREATE OR REPLACE TRIGGER ledger_checkpoints_no_truncate BEFORE TRUNCATE ON {che
 _ROW_COLUMNS: Final[LiteralString] = (
     "seq, timestamp, kind, session, run, transition, prev_hash, hash, entry"
 )
+_OUT_OF_ORDER: Final = "a new entry must take the next seq"
 _CHECKPOINT_COLUMNS: Final[LiteralString] = "size, root, timestamp, key_id, signature"
 
 
@@ -128,6 +132,14 @@ class PostgresBackend(GroupCommittedBackend):
             self._reader.close()
             raise self._error("cannot create the ledger schema in", exc) from exc
         self._writer: psycopg.Connection[Any] | None = None
+        # The last (seq, hash) this writer committed, or None to read it under the lock.
+        self._head: tuple[int, str] | None = None
+        self._insert_query = sql.SQL(
+            "INSERT INTO {} (" + _ROW_COLUMNS + ") VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        ).format(self._entries)
+        self._head_query = sql.SQL("SELECT seq, hash FROM {} ORDER BY seq DESC LIMIT 1").format(
+            self._entries
+        )
         self._group = GroupCommit(self._write, name=self._url)
 
     @property
@@ -260,33 +272,59 @@ class PostgresBackend(GroupCommittedBackend):
         return self._writer
 
     def _write(self, drafts: list[EntryDraft]) -> list[Entry]:
-        insert = sql.SQL(
-            "INSERT INTO {} (" + _ROW_COLUMNS + ") VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
-        ).format(self._entries)
-        head_query = sql.SQL("SELECT seq, hash FROM {} ORDER BY seq DESC LIMIT 1").format(
-            self._entries
-        )
         with self._write_lock:
             try:
                 connection = self._connection()
+                if self._head is not None:
+                    entries = seal_all(drafts, *self._head)
+                    try:
+                        # Sealed after the head this writer last committed, and sent with the
+                        # lock, the insert and the commit in one pipeline: one round trip.
+                        # The trigger refuses it whole if another writer moved the head.
+                        with connection.pipeline(), connection.transaction():
+                            self._insert(connection, entries)
+                    except psycopg.errors.RaiseException as exc:
+                        if _OUT_OF_ORDER not in str(exc):
+                            raise
+                    else:
+                        self._head = (entries[-1].seq, entries[-1].hash)
+                        return entries
+                self._head = None
                 with connection.transaction():
                     connection.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
-                    head = connection.execute(head_query).fetchone()
+                    head = connection.execute(self._head_query).fetchone()
                     entries = seal_all(drafts, *(head or (0, GENESIS_HASH)))
-                    with connection.cursor() as cursor:
-                        cursor.executemany(
-                            insert,
-                            [
-                                (
-                                    *(getattr(entry, name) for name in ("seq", *COLUMNS)),
-                                    entry.canonical.decode(),
-                                )
-                                for entry in entries
-                            ],
-                        )
+                    self._insert(connection, entries, locked=True)
             except psycopg.Error as exc:
+                self._head = None  # the commit may or may not have happened
                 raise self._error("cannot append to", exc) from exc
+            self._head = (entries[-1].seq, entries[-1].hash)
         return entries
+
+    def _insert(
+        self, connection: psycopg.Connection[Any], entries: list[Entry], *, locked: bool = False
+    ) -> None:
+        """Take the advisory lock (unless ``locked``) and insert ``entries`` (in a transaction)."""
+        if not locked:
+            connection.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                self._insert_query,
+                [
+                    (
+                        entry.seq,
+                        entry.timestamp,
+                        entry.kind,
+                        entry.session,
+                        entry.run,
+                        entry.transition,
+                        entry.prev_hash,
+                        entry.hash,
+                        entry.canonical.decode(),
+                    )
+                    for entry in entries
+                ],
+            )
 
     def _fetch(self, query: sql.SQL | sql.Composed, parameters: Sequence[Any]) -> list[Any]:
         """Run a read; once more on a new connection if the old one broke (a read repeats
