@@ -1,6 +1,6 @@
 """Benchmark the MCP port: ``verify`` round trips over stdio against the SDK's trivial echo tool.
 
-    .venv/bin/python bench/mcp.py [--quick] [--calls N] [--profile]
+    .venv/bin/python bench/mcp_verify.py [--quick] [--calls N] [--profile]
 
 Every server runs as a subprocess driven by the SDK's own client over stdio, in the same run,
 in alternating rounds of sequential calls: ``assay mcp`` hosting the built-in example with a
@@ -39,16 +39,8 @@ PYTHON = sys.version.split()[0]
 EXPRESSION = "inbox.unread === 3 && drone.payload === 'stowed'"
 
 
-def _sdk_importable() -> None:
-    """This file is called mcp.py, and its folder is first on sys.path when it is run as a
-    script: drop the folder so that ``import mcp`` finds the SDK, not this file."""
-    sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != HERE]
-    sys.modules.pop("mcp", None)
-
-
 def echo_server() -> None:
     """The SDK's trivial server: one tool that answers its argument."""
-    _sdk_importable()
     from mcp.server import MCPServer
 
     server: Any = MCPServer("echo", log_level="WARNING")
@@ -206,7 +198,6 @@ def main() -> None:
     if args.echo_server:
         echo_server()
         return
-    _sdk_importable()
     calls = 100 if args.quick else args.calls
     rounds = 2 if args.quick else 6
     with tempfile.TemporaryDirectory() as folder:
