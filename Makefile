@@ -48,9 +48,7 @@ browser:
 	fi
 
 demo: setup
-	.venv/bin/python examples/expressions.py
-	.venv/bin/assay verify 'inbox.sent_count >= 15 && drone.mode == "GUIDED"' --state examples/state.json
-	.venv/bin/assay example already-true --ledger sqlite:///assay.db
+	.venv/bin/assay demo --ledger sqlite:///assay.db
 	.venv/bin/assay ledger verify --ledger sqlite:///assay.db
 
 bench: setup
@@ -58,6 +56,8 @@ bench: setup
 	.venv/bin/python bench/adversarial.py
 	.venv/bin/python bench/verify.py
 	.venv/bin/python bench/ledger.py
+	.venv/bin/python bench/http_verify.py
+	.venv/bin/python bench/mcp_verify.py
 
 clean:
 	rm -rf .venv .tools

@@ -33,9 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# Run as a script, this folder is sys.path[0]: it and tests/ go after the standard library,
-# so that a module there named like one of its modules (bench/http.py) cannot shadow it.
-sys.path.extend([sys.path.pop(0), str(Path(__file__).resolve().parent.parent / "tests")])
+sys.path.append(str(Path(__file__).resolve().parent.parent / "tests"))
 
 import psycopg
 

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from assay import __version__
-from assay.cli import example, ledger, mcp, verify, workflow
+from assay.cli import demo, example, ledger, mcp, serve, verify, workflow
 
 EXIT_CODES = """exit codes:
   0  success (verify: the expression held)
@@ -49,8 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
     verify.register(commands)
     example.register(commands)
     ledger.register(commands)
+    serve.register(commands)
     mcp.register(commands)
     workflow.register(commands)
+    demo.register(commands)
     return parser
 
 

@@ -2,7 +2,8 @@
 
 Each is a pydantic model with its fields described, so the OpenAPI document, the MCP
 output schemas and the docs are generated from the same definitions. Inputs forbid unknown
-fields, so a misspelt field is an error that names it rather than a silent default.
+fields, so a misspelt field is an error that names it rather than a silent default, and are
+strict, so a value of the wrong JSON type is an error rather than a silent conversion.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ MAX_WAIT_MS = 55_000
 
 
 class _Input(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: 0.0 is not false and "30000" is not a number of milliseconds.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class ActionRequest(_Input):

@@ -1,0 +1,37 @@
+"""``assay demo``: the built-in example application driven through the MCP port."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from rich.console import Console
+
+from assay.cli.ledger import add_ledger_option
+from assay.errors import AssayError
+from assay.examples.demo import run_demo
+from assay.ledger import open_ledger
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "demo",
+        help="run the demo: the example application, the daemon, an agent on MCP",
+        description="Start the built-in example application and the daemon (HTTP API and MCP "
+        "endpoint on loopback, in this process), drive it through MCP as an agent would, "
+        "print each answer, then verify the ledger.",
+    )
+    add_ledger_option(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    console = Console(highlight=False)
+    try:
+        with open_ledger(args.ledger) as ledger:
+            return asyncio.run(run_demo(ledger, console))
+    except AssayError as error:
+        print(f"assay demo: error: {error}", file=sys.stderr)
+        return 2

@@ -1,0 +1,80 @@
+"""``assay serve``: the HTTP daemon (SPEC §9) hosting an application.
+
+Settings come from flags, then ``ASSAY_*`` environment variables, then ``--config FILE``
+(TOML), then defaults (see ``assay.server.config``). Exit 2 for unsafe or invalid settings
+(e.g. a non-loopback bind without tokens), with a message that says how to fix them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from typing import Any
+
+from assay.errors import ApplicationError, LedgerError, RequestError
+from assay.host.application import DEFAULT_APPLICATION
+from assay.server.auth import TOKEN_FORM
+from assay.server.config import DEFAULT_HOST, DEFAULT_PORT, LOG_LEVELS, load_config
+from assay.server.daemon import run
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "serve",
+        help="run the HTTP daemon: fire, verify, state, sessions, ledger",
+        description="Serve the HTTP API (OpenAPI at /openapi.json) for an application. "
+        "Each setting also comes from ASSAY_APP, ASSAY_LEDGER, ASSAY_HOST, ASSAY_PORT, "
+        "ASSAY_TOKENS (space-separated), ASSAY_LOG_LEVEL, or a TOML --config file "
+        "(ASSAY_CONFIG). A non-loopback --host needs at least one --token.",
+    )
+    parser.add_argument(
+        "--app", metavar="MODULE:ATTR", help=f"the application (default {DEFAULT_APPLICATION})"
+    )
+    parser.add_argument(
+        "--ledger", metavar="URL", help="sqlite:///path.db (default), postgresql://..."
+    )
+    parser.add_argument("--host", help=f"address to bind (default {DEFAULT_HOST})")
+    parser.add_argument("--port", type=int, help=f"port (default {DEFAULT_PORT}; 0 for a free one)")
+    parser.add_argument(
+        "--token",
+        dest="tokens",
+        action="append",
+        metavar="NAME:SECRET:SCOPES",
+        help=f"a bearer token, {TOKEN_FORM}; repeat for several",
+    )
+    parser.add_argument("--config", metavar="FILE", help="a TOML file with the same settings")
+    parser.add_argument("--log-level", choices=LOG_LEVELS, help="default info")
+    parser.add_argument(
+        "--no-access-log", dest="access_log", action="store_const", const=False,
+        help="do not log each request",
+    )  # fmt: skip
+    parser.set_defaults(run=run_serve)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    flags = {
+        key: getattr(args, key)
+        for key in ("app", "ledger", "host", "port", "tokens", "log_level", "access_log")
+    }
+    try:
+        config = load_config(flags, path=args.config)
+    except RequestError as error:
+        print(f"assay serve: {error}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=config.log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s"
+    )
+    for chatty in ("httpx", "httpcore"):  # the probes' every read is not news
+        logging.getLogger(chatty).setLevel(max(logging.WARNING, logging.root.level))
+
+    def ready(url: str) -> None:
+        print(f"assay serve: listening on {url}", file=sys.stderr, flush=True)
+
+    try:
+        asyncio.run(run(config, ready=ready))
+    except (RequestError, ApplicationError, LedgerError) as error:
+        print(f"assay serve: {error}", file=sys.stderr)
+        return 2
+    return 0

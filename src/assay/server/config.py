@@ -1,0 +1,191 @@
+"""``ServerConfig``: what ``assay serve`` runs, from flags, environment variables and TOML.
+
+Each setting comes from the first source that gives it: the command line, then the
+environment (``ASSAY_APP``, ``ASSAY_LEDGER``, ``ASSAY_HOST``, ``ASSAY_PORT``,
+``ASSAY_TOKENS``, ``ASSAY_LOG_LEVEL``), then the TOML file (``--config`` or
+``ASSAY_CONFIG``), then the defaults. Tokens come whole from one source, the first that
+gives any. A non-loopback bind without tokens is refused by ``check``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from assay.errors import RequestError
+from assay.host.application import DEFAULT_APPLICATION
+from assay.ledger.url import DEFAULT_URL
+from assay.server.auth import TOKEN_FORM, Token, parse_scopes
+
+DEFAULT_HOST: Final = "127.0.0.1"
+DEFAULT_PORT: Final = 8765
+LOG_LEVELS: Final = ("critical", "error", "warning", "info", "debug")
+ENVIRONMENT: Final = {
+    "app": "ASSAY_APP",
+    "ledger": "ASSAY_LEDGER",
+    "host": "ASSAY_HOST",
+    "port": "ASSAY_PORT",
+    "tokens": "ASSAY_TOKENS",
+    "log_level": "ASSAY_LOG_LEVEL",
+    "access_log": "ASSAY_ACCESS_LOG",
+}
+CONFIG_ENV: Final = "ASSAY_CONFIG"
+_FILE_KEYS: Final = ("app", "ledger", "host", "port", "tokens", "log_level", "access_log")
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """The daemon's settings; ``tokens`` never show in its ``repr``."""
+
+    app: str = DEFAULT_APPLICATION
+    ledger: str = DEFAULT_URL
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    tokens: tuple[Token, ...] = field(default=(), repr=False)
+    log_level: str = "info"
+    access_log: bool = True
+
+    @property
+    def loopback(self) -> bool:
+        """The bind address is reachable from this machine only."""
+        return is_loopback(self.host)
+
+    def check(self) -> None:
+        """Refuse settings that cannot be served safely; ``RequestError`` says what to do."""
+        if not 0 <= self.port <= 65535:
+            raise RequestError(f"port must be 0 to 65535, not {self.port}", field="port")
+        if self.log_level not in LOG_LEVELS:
+            raise RequestError(
+                f"log level must be one of {', '.join(LOG_LEVELS)}, not {self.log_level!r}",
+                field="log_level",
+            )
+        if not self.loopback and not self.tokens:
+            raise RequestError(
+                f"refusing to serve on {self.host}, which is not a loopback address, without "
+                f"tokens: anyone who can reach it could act. Add one with --token {TOKEN_FORM} "
+                "(or ASSAY_TOKENS, or [[tokens]] in the --config file), or bind to 127.0.0.1",
+                field="host",
+            )
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback IP address (``127.0.0.0/8``, ``::1``)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def load_config(
+    flags: Mapping[str, Any],
+    environ: Mapping[str, str] | None = None,
+    path: str | Path | None = None,
+) -> ServerConfig:
+    """Merge ``flags`` (``None`` = not given), ``environ`` and the TOML file at ``path`` (or
+    ``$ASSAY_CONFIG``) over the defaults; errors name the source and the setting."""
+    environ = os.environ if environ is None else environ
+    path = path or environ.get(CONFIG_ENV) or None
+    file = _read_file(Path(path)) if path else {}
+    settings: dict[str, Any] = {}
+    for key, variable in ENVIRONMENT.items():
+        if flags.get(key) not in (None, [], ()):
+            settings[key] = _from_flag(key, flags[key])
+        elif environ.get(variable):
+            settings[key] = _from_environment(key, environ[variable], variable)
+        elif key in file:
+            settings[key] = _from_file(key, file[key], str(path))
+    config = ServerConfig(**settings)
+    config.check()
+    return config
+
+
+def _from_flag(key: str, value: Any) -> Any:
+    if key == "tokens":
+        return tuple(Token.parse(text, source="--token") for text in value)
+    return value
+
+
+def _from_environment(key: str, value: str, variable: str) -> Any:
+    if key == "tokens":
+        texts = value.replace(";", " ").split()
+        return tuple(Token.parse(text, source=variable) for text in texts)
+    if key == "port":
+        try:
+            return int(value)
+        except ValueError:
+            raise RequestError(f"{variable} must be a port number, not {value!r}") from None
+    if key == "access_log":
+        return value.strip().lower() not in ("0", "false", "no", "off")
+    return value
+
+
+def _from_file(key: str, value: Any, path: str) -> Any:
+    expected, kind = _FILE_KINDS.get(key, (str, "string"))
+    valid = isinstance(value, expected) and (expected is bool or not isinstance(value, bool))
+    if not valid:
+        raise RequestError(
+            f"{path}: {key} must be a TOML {kind}, not {type(value).__name__}", field=key
+        )
+    if key == "tokens":
+        return tuple(_file_token(item, index, path) for index, item in enumerate(value))
+    return value
+
+
+_FILE_KINDS: Final[dict[str, tuple[type, str]]] = {
+    "port": (int, "integer"),
+    "tokens": (list, "array of tables"),
+    "access_log": (bool, "boolean"),
+}
+
+
+def _file_token(item: Any, index: int, path: str) -> Token:
+    where = f"{path}: tokens[{index}]"
+    if not isinstance(item, dict):
+        raise RequestError(f"{where} must be a table with name, secret and scopes", field="tokens")
+    unknown = sorted(set(item) - {"name", "secret", "secret_env", "scopes"})
+    if unknown:
+        raise RequestError(
+            f"{where} has unknown keys {', '.join(unknown)}; a token has name, secret (or "
+            "secret_env, the environment variable that holds it) and scopes",
+            field="tokens",
+        )
+    name, scopes = item.get("name"), item.get("scopes")
+    if not isinstance(name, str) or not isinstance(scopes, list) or not scopes:
+        raise RequestError(f"{where} needs a name and a list of scopes", field="tokens")
+    secret = item.get("secret")
+    if "secret_env" in item:
+        variable = str(item["secret_env"])
+        secret = os.environ.get(variable)
+        if not secret:
+            raise RequestError(
+                f"{where} ({name}): the environment variable {variable} that secret_env names "
+                "is not set",
+                field="tokens",
+            )
+    if not isinstance(secret, str):
+        raise RequestError(f"{where} ({name}) needs a secret or a secret_env", field="tokens")
+    return Token(name, secret, parse_scopes(map(str, scopes), name=name, source=where))
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise RequestError(f"--config {path}: cannot read it ({error.strerror})") from None
+    except tomllib.TOMLDecodeError as error:
+        raise RequestError(f"--config {path}: not valid TOML ({error})") from None
+    unknown = sorted(set(data) - set(_FILE_KEYS))
+    if unknown:
+        raise RequestError(
+            f"--config {path}: unknown settings {', '.join(unknown)}; the settings are "
+            f"{', '.join(_FILE_KEYS)}",
+            field="config",
+        )
+    return data

@@ -1,0 +1,98 @@
+"""``run``: the daemon's life — load the application, open the ledger, host, serve, stop.
+
+One uvicorn worker per daemon; several daemons (on one machine or many) share one
+PostgreSQL ledger for one gapless order (docs/operations.md). The host is stopped, and
+every queued entry stored, before the ledger closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Callable, Iterator
+
+import uvicorn
+
+from assay.host import Host, load_application
+from assay.ledger.backend import hide_password
+from assay.ledger.url import open_ledger
+from assay.redaction import Redaction
+from assay.server.app import create_app
+from assay.server.config import ServerConfig
+
+logger = logging.getLogger("assay.server")
+
+
+async def run(config: ServerConfig, *, ready: Callable[[str], None] | None = None) -> None:
+    """Serve until interrupted (SIGINT/SIGTERM); ``ready`` is called with the URL once the
+    socket listens. ``RequestError`` for unsafe settings, before anything is opened."""
+    config.check()
+    application = load_application(config.app)
+    ledger = open_ledger(config.ledger, redaction=Redaction(application.redaction))
+    try:
+        async with Host(application, ledger) as host:
+            app = create_app(host, tokens=config.tokens)
+            server = _Server(
+                uvicorn.Config(
+                    app,
+                    host=config.host,
+                    port=config.port,
+                    lifespan="off",
+                    log_level=config.log_level,
+                    access_log=config.access_log,
+                )
+            )
+            announce = asyncio.get_running_loop().create_task(_announce(server, config, ready))
+            try:
+                await server.serve()
+            finally:
+                announce.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await announce
+    finally:
+        ledger.close()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, stopped by SIGINT or SIGTERM without re-raising the signal afterwards, so
+    the host still stops and stores its queued evidence before the process exits."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        loop = asyncio.get_running_loop()
+        for number in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(number, self._stop_serving)
+        try:
+            yield
+        finally:
+            for number in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(number)
+
+    def _stop_serving(self) -> None:
+        # A second signal stops at once, without waiting for open requests.
+        self.force_exit = self.should_exit
+        self.should_exit = True
+
+
+async def _announce(
+    server: uvicorn.Server, config: ServerConfig, ready: Callable[[str], None] | None
+) -> None:
+    while not server.started:
+        await asyncio.sleep(0.02)
+    sockets = [s for listener in server.servers for s in listener.sockets]
+    host, port = sockets[0].getsockname()[:2]
+    url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    tokens = ", ".join(
+        f"{t.name} ({','.join(sorted(s.value for s in t.scopes))})" for t in config.tokens
+    )
+    logger.info(
+        "assay serve: %s on %s; ledger %s; %s",
+        config.app,
+        url,
+        hide_password(config.ledger),
+        f"tokens: {tokens}" if tokens else "no tokens (loopback only)",
+    )
+    if ready is not None:
+        ready(url)

@@ -1,0 +1,70 @@
+"""The error responses each route declares in the OpenAPI document, as problem+json.
+
+Declaring them lets clients (and Schemathesis) check every error against its schema. The
+document is shaped once by ``shape_openapi``: error bodies are ``application/problem+json``,
+FastAPI's own validation schema is replaced by ours (bad input is a 400 here, 422 means a
+verification failed), and auth statuses and the bearer scheme appear only when tokens do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from pydantic import BaseModel
+
+from assay.host.wire import Problem
+from assay.server.problems import MEDIA_TYPE
+
+_DESCRIPTIONS: Final[Mapping[int, str]] = {
+    400: "Bad input: the request did not match its schema, or an expression, contract, "
+    "state report or argument was malformed",
+    401: "No bearer token, or one this daemon does not know",
+    403: "The token lacks the scope this route needs",
+    404: "No such session, transition, entry or action",
+    409: "Refused: low confidence, single flight, or not available at the session's page",
+    422: "Verification failed: the contract did not hold within its timeout",
+    503: "The ledger is unavailable; nothing was acknowledged",
+}
+AUTH: Final = (401, 403)
+
+
+def errors(
+    *statuses: int, models: Mapping[int, type[BaseModel]] | None = None
+) -> dict[int | str, dict[str, Any]]:
+    """``responses=`` for a route: 400, 401, 403 and 503 always, plus ``statuses``.
+
+    A 400 or 404 may come from several causes (schema, expression, contract, unknown
+    session, ...), so they are declared as the base ``Problem``: every problem is one.
+    """
+    models = models or {}
+    declared: dict[int | str, dict[str, Any]] = {}
+    for status in sorted({400, *AUTH, 503, *statuses}):
+        model = models.get(status, Problem)
+        declared[status] = {"model": model, "description": _DESCRIPTIONS[status]}
+    return declared
+
+
+def shape_openapi(document: dict[str, Any], *, auth: bool) -> dict[str, Any]:
+    """Error media types to problem+json; drop FastAPI's 422 schema; auth only with tokens."""
+    for path in document.get("paths", {}).values():
+        for operation in path.values():
+            responses: dict[str, Any] = operation.get("responses", {})
+            for status, response in list(responses.items()):
+                content = response.get("content", {})
+                schema = content.get("application/json", {}).get("schema", {})
+                if schema.get("$ref", "").endswith("/HTTPValidationError"):
+                    del responses[status]
+                    continue
+                if int(status) >= 400 and "application/json" in content:
+                    content[MEDIA_TYPE] = content.pop("application/json")
+                if not auth and int(status) in AUTH:
+                    del responses[status]
+            if not auth:
+                operation.pop("security", None)
+    schemas = document.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)
+    if not auth:
+        document.get("components", {}).pop("securitySchemes", None)
+    return document

@@ -1,0 +1,130 @@
+"""Ledger reads and proofs: entries, one entry, inclusion and consistency proofs, the tree
+head, and a full re-verification (admin).
+
+The handlers are plain functions, so FastAPI runs them in its thread pool: a backend read
+(SQLite, PostgreSQL) never holds up the event loop that fires and verifies.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Final
+
+from fastapi import APIRouter, Depends, Path, Query
+
+from assay.errors import NotFoundError
+from assay.host import Host
+from assay.host.wire import EntryView
+from assay.ledger.entry import Entry
+from assay.ledger.proof import ConsistencyProof, InclusionProof, TreeHead
+from assay.ledger.verification import LedgerReport
+from assay.server.auth import Principal, Scope, require
+from assay.server.declared import errors
+from assay.server.query import known_query
+from assay.server.state import host_of
+
+router = APIRouter(prefix="/v1/ledger", tags=["ledger"], dependencies=[Depends(known_query)])
+
+HostDependency = Annotated[Host, Depends(host_of)]
+Reader = Annotated[Principal, Depends(require(Scope.READ))]
+Id = Annotated[str | None, Query(max_length=200)]
+MAX_LIMIT: Final = 1000
+
+
+@router.get(
+    "/entries",
+    response_model=list[EntryView],
+    responses=errors(),
+    summary="Entries in seq order, after a seq, filtered by kind, session, transition, run",
+)
+def entries(
+    *,
+    host: HostDependency,
+    who: Reader,
+    after: Annotated[int, Query(ge=0, description="only entries with a greater seq")] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
+    kind: Annotated[
+        str | None, Query(max_length=40, description="fire, refusal, settlement, verdict, ...")
+    ] = None,
+    session: Id = None,
+    transition: Id = None,
+    run: Id = None,
+) -> list[EntryView]:
+    """Page on with ``after`` = the last seq received."""
+    found = host.ledger.query(
+        after=after, limit=limit, kind=kind, session=session, transition=transition, run=run
+    )
+    return [_view(entry) for entry in found]
+
+
+@router.get("/entries/{seq}", response_model=EntryView, responses=errors(404), summary="One entry")
+def entry(seq: Annotated[int, Path(ge=1)], host: HostDependency, who: Reader) -> EntryView:
+    """Entry ``seq`` as stored."""
+    found = host.ledger.entry(seq)
+    if found is None:
+        raise _no_entry(seq, host.ledger.tree_head().size)
+    return _view(found)
+
+
+@router.get(
+    "/proofs/inclusion/{seq}",
+    response_model=InclusionProof,
+    responses=errors(404),
+    summary="Proof that entry seq is in the tree of size entries (the current tree)",
+)
+def inclusion(
+    seq: Annotated[int, Path(ge=1)],
+    host: HostDependency,
+    who: Reader,
+    size: Annotated[int | None, Query(ge=1, description="the tree size; now if absent")] = None,
+) -> InclusionProof:
+    """An RFC 9162 audit path for the entry's leaf."""
+    head = host.ledger.tree_head()
+    if seq > head.size:
+        raise _no_entry(seq, head.size)
+    return host.ledger.prove(seq, size)
+
+
+@router.get(
+    "/proofs/consistency",
+    response_model=ConsistencyProof,
+    responses=errors(),
+    summary="Proof that the tree of old entries is a prefix of the tree of new entries",
+)
+def consistency(
+    host: HostDependency,
+    who: Reader,
+    old: Annotated[int, Query(ge=1, description="the older tree size")],
+    new: Annotated[int | None, Query(ge=1, description="the newer size; now if absent")] = None,
+) -> ConsistencyProof:
+    """An RFC 9162 consistency proof between two tree sizes."""
+    host.ledger.tree_head()
+    return host.ledger.consistency(old, new)
+
+
+@router.get("/head", response_model=TreeHead, responses=errors(), summary="Size and Merkle root")
+def head(host: HostDependency, who: Reader) -> TreeHead:
+    """The tree head, after taking in what other daemons stored."""
+    return host.ledger.tree_head()
+
+
+@router.get(
+    "/verify",
+    response_model=LedgerReport,
+    responses=errors(),
+    summary="Re-check every entry's hash chain, the Merkle tree and checkpoints (admin)",
+)
+def verify(
+    host: HostDependency, who: Annotated[Principal, Depends(require(Scope.ADMIN))]
+) -> LedgerReport:
+    """Reads the whole ledger: ``problem`` names the first bad entry, if any."""
+    return host.ledger.verify()
+
+
+def _view(entry: Entry) -> EntryView:
+    return EntryView(**entry.to_dict())
+
+
+def _no_entry(seq: int, size: int) -> NotFoundError:
+    return NotFoundError(
+        f"the ledger has no entry {seq}; it holds entries 1 to {size}", kind="entry", id=str(seq)
+    )

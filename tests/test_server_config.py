@@ -1,0 +1,118 @@
+"""``assay serve`` settings: flags over environment over TOML; tokens; the loopback rule."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from assay.errors import RequestError
+from assay.server import Scope, ServerConfig, Token, load_config
+from http_daemon import spawn_daemon
+
+SECRET = "s3cret-s3cret-s3cret"
+
+
+def test_flags_win_over_the_environment_which_wins_over_the_file(tmp_path: Path) -> None:
+    file = tmp_path / "assay.toml"
+    file.write_text(
+        'app = "file:APP"\nledger = "memory:"\nport = 9000\nlog_level = "debug"\n'
+        f'[[tokens]]\nname = "ops"\nsecret = "{SECRET}"\nscopes = ["admin"]\n'
+    )
+    environ = {"ASSAY_PORT": "9001", "ASSAY_APP": "env:APP"}
+    config = load_config({"app": "flag:APP"}, environ, file)
+    assert (config.app, config.port, config.ledger, config.log_level) == (
+        "flag:APP",
+        9001,
+        "memory:",
+        "debug",
+    )
+    assert [(t.name, t.scopes) for t in config.tokens] == [("ops", frozenset({Scope.ADMIN}))]
+    assert SECRET not in repr(config)
+
+
+def test_tokens_from_the_environment_and_secret_env_in_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    environ = {"ASSAY_TOKENS": f"a:{SECRET}:read,act b:{SECRET}x:report"}
+    config = load_config({}, environ)
+    assert [(t.name, sorted(t.scopes)) for t in config.tokens] == [
+        ("a", [Scope.ACT, Scope.READ]),
+        ("b", [Scope.REPORT]),
+    ]
+    file = tmp_path / "assay.toml"
+    file.write_text('[[tokens]]\nname = "agent"\nsecret_env = "AGENT_SECRET"\nscopes = ["act"]\n')
+    monkeypatch.setenv("AGENT_SECRET", SECRET + ":with:colons")
+    (token,) = load_config({}, {}, file).tokens
+    assert token.secret == SECRET + ":with:colons"
+    assert Token.parse(f"x:{SECRET}:with:colons:read").secret == f"{SECRET}:with:colons"
+
+
+def test_a_non_loopback_bind_without_tokens_is_refused_saying_how_to_add_one() -> None:
+    with pytest.raises(RequestError) as caught:
+        load_config({"host": "0.0.0.0"}, {})
+    assert str(caught.value) == (
+        "refusing to serve on 0.0.0.0, which is not a loopback address, without tokens: anyone "
+        "who can reach it could act. Add one with --token NAME:SECRET:SCOPE[,SCOPE...] (scopes: "
+        "read, act, report, admin) (or ASSAY_TOKENS, or [[tokens]] in the --config file), or "
+        "bind to 127.0.0.1"
+    )
+    assert load_config({"host": "0.0.0.0", "tokens": [f"a:{SECRET}:read"]}, {}).host == "0.0.0.0"
+    for loopback in ("127.0.0.1", "127.8.0.1", "::1", "[::1]", "localhost"):
+        assert ServerConfig(host=loopback).loopback
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a:short:read", "the secret must be at least 16 printable characters"),
+        (f"a:{SECRET}:fly", "unknown scope 'fly'; scopes are read, act, report, admin"),
+        (f"a:{SECRET}", "a token is NAME:SECRET:SCOPE"),
+        (f"a b:{SECRET}:read", "a token name is 1 to 64 letters"),
+        (f"a:{SECRET}:", "has no scopes"),
+    ],
+)
+def test_bad_tokens_are_refused_without_repeating_the_secret(text: str, message: str) -> None:
+    with pytest.raises(RequestError, match=message) as caught:
+        Token.parse(text)
+    assert SECRET not in str(caught.value)
+
+
+def test_bad_files_name_the_setting(tmp_path: Path) -> None:
+    file = tmp_path / "assay.toml"
+    file.write_text('port = "80"\n')
+    with pytest.raises(RequestError, match=r"port must be a TOML integer, not str"):
+        load_config({}, {}, file)
+    file.write_text("colour = 1\n")
+    with pytest.raises(RequestError, match=r"unknown settings colour; the settings are app, "):
+        load_config({}, {}, file)
+    with pytest.raises(RequestError, match=r"cannot read it"):
+        load_config({}, {}, tmp_path / "missing.toml")
+
+
+def test_the_command_refuses_an_open_public_bind_with_exit_2() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "assay", "serve", "--host", "0.0.0.0", "--ledger", "memory:"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "Add one with --token NAME:SECRET:SCOPE" in done.stderr
+
+
+def test_the_command_serves_with_a_token_from_the_environment(tmp_path: Path) -> None:
+    environ = {"ASSAY_TOKENS": f"agent:{SECRET}:read", "ASSAY_LEDGER": "memory:"}
+    with spawn_daemon([], environ=environ) as daemon:
+        assert httpx.get(f"{daemon.url}/healthz").json()["app"] == "outpost"
+        assert httpx.get(f"{daemon.url}/v1/state").status_code == 401
+        authorized = {"Authorization": f"Bearer {SECRET}"}
+        assert httpx.get(f"{daemon.url}/v1/state", headers=authorized).status_code == 200
+    assert daemon.process.returncode == 0
+    log = "".join(daemon.log)
+    assert "tokens: agent (read)" in log
+    assert SECRET not in log

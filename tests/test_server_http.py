@@ -1,0 +1,285 @@
+"""The daemon's routes through a real uvicorn server on a loopback port, with httpx.
+
+The application is the built-in outpost (a real HTTP application on its own loopback port)
+with short delays, so fires settle, fail and are refused for real.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from assay.examples.outpost import APPLICATION, Outpost, outpost_connector
+from assay.host import Application
+from assay.ledger.proof import ConsistencyProof, InclusionProof
+from http_daemon import serving
+
+pytestmark = pytest.mark.anyio
+
+PROBLEM = "application/problem+json"
+
+
+def _outpost(outpost: Outpost) -> Application:
+    return Application(APPLICATION.graph, start="inbox", connect=outpost_connector(outpost))
+
+
+@pytest.fixture
+def outpost() -> Outpost:
+    return Outpost(delivery_delay=0.05, mode_delay=0.05, release_delay=0.05, mode="GUIDED")
+
+
+@pytest.fixture
+async def client(outpost: Outpost) -> AsyncIterator[httpx.AsyncClient]:
+    async with (
+        serving(_outpost(outpost)) as served,
+        httpx.AsyncClient(base_url=served.url, timeout=30) as http,
+    ):
+        yield http
+
+
+def _problem(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == PROBLEM
+    body: dict[str, Any] = response.json()
+    assert body["status"] == status
+    assert body["type"] == (f"urn:assay:problem:{code}" if code else "about:blank")
+    assert body["title"] and body["detail"]
+    assert body["instance"] == response.request.url.raw_path.decode().partition("?")[0]
+    return body
+
+
+async def test_a_fire_that_works_answers_200_with_its_verification(
+    client: httpx.AsyncClient,
+) -> None:
+    fire = {"action": "inbox.send", "args": {"message_id": "m1", "to": "ops"}, "wait_ms": 5000}
+    response = await client.post("/v1/actions", json=fire)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == "application/json"
+    body = response.json()
+    assert (body["executed"], body["success"], body["answer"]) == (True, True, "worked")
+    assert body["transition_id"] == "inbox.send#1"
+    assert body["verification"]["passed"] is True
+    answer = await client.get("/v1/transitions/inbox.send%231", params={"session": "default"})
+    assert answer.json()["answer"] == "worked"
+    entries = await client.get("/v1/ledger/entries", params={"transition": "inbox.send#1"})
+    assert [e["kind"] for e in entries.json()] == ["fire", "settlement"]
+
+
+async def test_a_pending_fire_is_200_and_its_transition_can_be_waited_on(
+    client: httpx.AsyncClient,
+) -> None:
+    fire = {"action": "inbox.send", "args": {"message_id": "m2", "to": "ops"}}
+    body = (await client.post("/v1/actions", json=fire)).json()
+    assert (body["effect_status"], body["success"], body["answer"]) == ("pending", None, "pending")
+    assert body["waiting_on"]
+    path = f"/v1/transitions/{body['transition_id'].replace('#', '%23')}"
+    settled = await client.get(path, params={"wait_ms": 5000})
+    assert settled.status_code == 200
+    assert settled.json()["answer"] == "worked"
+
+
+async def test_a_silent_no_op_is_422_with_the_whole_response_and_executed_true(
+    client: httpx.AsyncClient,
+) -> None:
+    fire = {"action": "inbox.mark-all-read", "wait_ms": 5000, "verify_timeout_ms": 200}
+    body = _problem(await client.post("/v1/actions", json=fire), 422, "verification-failed")
+    assert (body["executed"], body["success"], body["effect_status"]) == (True, False, "failed")
+    assert body["verification"]["passed"] is False
+    assert "inbox.unread remained 3" in body["verification"]["narrative"]
+    assert body["detail"].startswith("inbox.unread remained 3")
+
+
+async def test_refusals_are_409_naming_the_reason_and_the_figures(
+    client: httpx.AsyncClient, outpost: Outpost
+) -> None:
+    elsewhere = await client.post("/v1/actions", json={"action": "drone.set-mode", "args": {}})
+    body = _problem(elsewhere, 409, "not-available-here")
+    assert body["refusal"] == "not_available_here"
+    assert body["refusal_figures"]["node"] == "inbox"
+    assert body["refusal_figures"]["available_at"] == ["drone"]
+    assert body["executed"] is False
+
+    drone = (await client.post("/v1/sessions", json={"node": "drone"})).json()["id"]
+    first = await client.post(
+        "/v1/actions", json={"action": "drone.release-payload", "session": drone}
+    )
+    assert first.status_code == 200
+    holder = first.json()["transition_id"]
+    again = await client.post(
+        "/v1/actions", json={"action": "drone.release-payload", "session": drone}
+    )
+    body = _problem(again, 409, "single-flight")
+    assert body["refusal_figures"]["holder"] == holder
+    assert holder in body["detail"]
+
+    outpost.link = "down"
+    await _until(client, lambda state: state["confidence"]["value"] < 0.95)
+    low = await client.post(
+        "/v1/actions", json={"action": "drone.release-payload", "session": drone}
+    )
+    if low.json().get("refusal") == "single_flight":  # the first release has not settled yet
+        await client.get(
+            f"/v1/transitions/{holder.replace('#', '%23')}?session={drone}&wait_ms=5000"
+        )
+        low = await client.post(
+            "/v1/actions", json={"action": "drone.release-payload", "session": drone}
+        )
+    body = _problem(low, 409, "low-confidence")
+    figures = body["refusal_figures"]
+    assert figures["threshold"] == 0.95
+    assert figures["confidence"] < 0.95
+    assert figures["reversibility"] == "irreversible"
+    assert "below the 0.95" in body["detail"]
+
+
+async def test_bad_input_is_400_and_says_where(client: httpx.AsyncClient) -> None:
+    typo = await client.post("/v1/actions", json={"acton": "inbox.send"})
+    body = _problem(typo, 400, "invalid-request")
+    assert {e["field"] for e in body["errors"]} == {"body.action", "body.acton"}
+
+    syntax = await client.post("/v1/verify", json={"expression": "inbox.unread >= "})
+    body = _problem(syntax, 400, "expression-syntax")
+    assert body["position"] == 16
+    assert body["caret"] == "inbox.unread >= \n                ^"
+
+    contract = await client.post("/v1/verify", json={"expression": {"inbox.unread": {"zz": 1}}})
+    assert _problem(contract, 400, "contract")["key"] == "inbox.unread"
+
+    arguments = await client.post("/v1/actions", json={"action": "inbox.send", "args": {}})
+    body = _problem(arguments, 400, "bad-arguments")
+    assert body["refusal"] == "bad_arguments"
+    assert "message_id" in body["detail"]
+
+    not_json = await client.post(
+        "/v1/verify", content=b"{nope", headers={"content-type": "application/json"}
+    )
+    assert _problem(not_json, 400, "invalid-request")["errors"][0]["type"] == "json_invalid"
+
+    report = await client.post("/v1/state/reports", json={"values": {"a": 1, "a.b": 2}})
+    assert _problem(report, 400, "state")["conflict"] == "a.b"
+
+    wait = await client.get("/v1/transitions/x", params={"wait_ms": -1})
+    assert _problem(wait, 400, "invalid-request")["errors"][0]["field"] == "query.wait_ms"
+
+
+async def test_unknown_things_are_404_and_wrong_methods_405(client: httpx.AsyncClient) -> None:
+    unknown = await client.post("/v1/actions", json={"action": "attic.open"})
+    assert _problem(unknown, 404, "unknown-action")["refusal"] == "unknown_action"
+    session = _problem(await client.get("/v1/sessions/nope"), 404, "not-found")
+    assert (session["kind"], session["id"]) == ("session", "nope")
+    transition = _problem(await client.get("/v1/transitions/inbox.send%239"), 404, "not-found")
+    assert transition["kind"] == "transition"
+    assert _problem(await client.get("/v1/ledger/entries/999"), 404, "not-found")["kind"] == "entry"
+    assert _problem(await client.get("/nowhere"), 404, "")["detail"].startswith("no route is")
+    method = await client.put("/v1/verify")
+    assert _problem(method, 405, "")["detail"] == "PUT is not allowed on /v1/verify; allowed: POST"
+    assert method.headers["allow"] == "POST"
+
+
+async def test_verify_is_200_when_it_holds_and_422_with_the_outcome_when_not(
+    client: httpx.AsyncClient,
+) -> None:
+    held = await client.post("/v1/verify", json={"expression": "inbox.unread === 3"})
+    assert held.status_code == 200
+    assert held.json()["passed"] is True
+    failed = await client.post(
+        "/v1/verify", json={"expression": {"inbox.unread": 0}, "timeout_ms": 50}
+    )
+    body = _problem(failed, 422, "verification-failed")
+    assert (body["passed"], body["result"]) == (False, False)
+    assert body["detail"] == body["narrative"]
+    verdicts = (await client.get("/v1/ledger/entries", params={"kind": "verdict"})).json()
+    assert [v["body"]["outcome"]["passed"] for v in verdicts] == [True, False]
+
+
+async def test_sessions_open_list_describe_and_close(client: httpx.AsyncClient) -> None:
+    opened = await client.post("/v1/sessions", json={"node": "drone"})
+    assert opened.status_code == 200
+    info = opened.json()
+    assert (info["app"], info["node"], info["transitions"]) == ("outpost", "drone", 0)
+    default = (await client.post("/v1/sessions")).json()
+    assert default["node"] == "inbox"
+    listed = [s["id"] for s in (await client.get("/v1/sessions")).json()]
+    assert listed == ["default", info["id"], default["id"]]
+    actions = (await client.get(f"/v1/sessions/{info['id']}/actions")).json()
+    assert [a["id"] for a in actions["actions"]] == [
+        "drone.set-mode",
+        "drone.release-payload",
+        "drone.open-inbox",
+    ]
+    assert actions["actions"][1]["threshold"] == 0.95
+    closed = await client.delete(f"/v1/sessions/{info['id']}")
+    assert closed.json()["id"] == info["id"]
+    _problem(await client.get(f"/v1/sessions/{info['id']}"), 404, "not-found")
+    _problem(await client.delete("/v1/sessions/default"), 400, "bad-request")
+    _problem(await client.post("/v1/sessions", json={"node": "attic"}), 400, "bad-request")
+
+
+async def test_state_selects_keys_and_reports_merge(client: httpx.AsyncClient) -> None:
+    state = await client.get("/v1/state", params={"keys": ["inbox.unread", "drone.mode"]})
+    body = state.json()
+    assert body["objects"]["inbox"] == {"unread": 3}
+    assert set(body["confidence"]) == {"value", "freshness", "coverage", "health"}
+    receipt = await client.post("/v1/state/reports", json={"values": {"desk.lamp": "on"}})
+    assert receipt.json()["changed"] is True
+    again = await client.post("/v1/state/reports", json={"values": {"desk.lamp": "on"}})
+    assert again.json() == {"changed": False, "version": receipt.json()["version"]}
+    lamp = await client.get("/v1/state", params={"keys": "desk.lamp"})
+    assert lamp.json()["objects"] == {"desk": {"lamp": "on"}}
+
+
+async def test_ledger_reads_and_proofs_check_out(client: httpx.AsyncClient) -> None:
+    for index in range(3):
+        await client.post("/v1/verify", json={"expression": f"inbox.unread >= {index}"})
+    head = (await client.get("/v1/ledger/head")).json()
+    assert head["size"] == 3
+    page = (await client.get("/v1/ledger/entries", params={"after": 1, "limit": 1})).json()
+    assert [e["seq"] for e in page] == [2]
+    entry = (await client.get("/v1/ledger/entries/2")).json()
+    assert entry == page[0]
+    proof = (await client.get("/v1/ledger/proofs/inclusion/2")).json()
+    InclusionProof(**{**proof, "path": tuple(proof["path"])}).verify()
+    assert proof["root"] == head["root"]
+    older = (await client.get("/v1/ledger/proofs/consistency", params={"old": 1})).json()
+    ConsistencyProof(**{**older, "path": tuple(older["path"])}).verify()
+    _problem(await client.get("/v1/ledger/proofs/inclusion/4"), 404, "not-found")
+    too_big = await client.get("/v1/ledger/proofs/consistency", params={"old": 1, "new": 9})
+    assert "between 0 and the tree's size (3)" in _problem(too_big, 400, "bad-request")["detail"]
+    report = (await client.get("/v1/ledger/verify")).json()
+    assert (report["size"], report["problem"]) == (3, None)
+
+
+async def test_the_openapi_document_declares_problem_json_errors(
+    client: httpx.AsyncClient,
+) -> None:
+    document = (await client.get("/openapi.json")).json()
+    assert "HTTPValidationError" not in document["components"]["schemas"]
+    assert "securitySchemes" not in document["components"]  # no tokens: no auth
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            if path == "/healthz":
+                continue
+            responses = operation["responses"]
+            assert {"400", "503"} <= set(responses), (method, path)
+            assert "401" not in responses
+            for status, response in responses.items():
+                media = "application/json" if status == "200" else PROBLEM
+                assert list(response["content"]) == [media], (method, path, status)
+    fire = document["paths"]["/v1/actions"]["post"]["responses"]
+    assert fire["422"]["content"][PROBLEM]["schema"]["$ref"].endswith("/ActionProblem")
+    assert (await client.get("/healthz")).json()["status"] == "ok"
+
+
+async def _until(
+    client: httpx.AsyncClient, condition: Callable[[dict[str, Any]], bool], timeout: float = 10
+) -> None:
+    """Wait for the real application to reach a state by itself (its probe reads)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition((await client.get("/v1/state")).json()):
+        assert loop.time() < deadline, "the state did not come about in time"
+        await asyncio.sleep(0.05)
