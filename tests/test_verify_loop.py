@@ -240,3 +240,24 @@ def test_zero_timeout_evaluates_exactly_once(timeout_ms: int) -> None:
         options=VerifyOptions(timeout_ms=timeout_ms, poll_interval_ms=500),
     )
     assert outcome.poll_cycles == 1
+
+
+def test_a_pushed_state_that_holds_only_briefly_is_still_seen() -> None:
+    async def flicker(store: StateStore, clock: VirtualClock) -> None:
+        await clock.advance(0.3)
+        # Two reports in one go: the verifier's task cannot run between them, yet the state
+        # the first one published held the contract, and a push is evaluated at once.
+        store.report({"drone.mode": "GUIDED"})
+        store.report({"drone.mode": "RTL"})
+
+    outcome = run_verification(
+        compile_expression('drone.mode === "GUIDED"'), {"drone": {"mode": "LOITER"}}, flicker
+    )
+    assert (outcome.passed, outcome.poll_cycles, outcome.elapsed_ms) == (True, 2, 300)
+    assert outcome.narrative == (
+        "Expression evaluated to true after 2 poll cycles (300ms); drone.mode changed from "
+        '"LOITER" to "GUIDED".'
+    )
+    assert [(c.key, c.before, c.after) for c in outcome.changed_fields] == [
+        ("drone.mode", "LOITER", "GUIDED")
+    ]

@@ -12,6 +12,7 @@ import enum
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any, Final, Literal, NamedTuple
 
 from assay.errors import ContractError
@@ -53,7 +54,19 @@ def parse_path(text: str) -> tuple[str, ...]:
     """Split a dotted path into its segments; raise ``ContractError`` naming the position.
 
     ``parse_path(format_path(segments)) == segments`` for every non-empty tuple of strings.
+    Settlement parses the same few keys again and again, so answers are cached.
     """
+    if type(text) is str:
+        return _parse_path_cached(text)
+    return _parse_path(text)
+
+
+@lru_cache(maxsize=4096)
+def _parse_path_cached(text: str) -> tuple[str, ...]:
+    return _parse_path(text)
+
+
+def _parse_path(text: str) -> tuple[str, ...]:
     if not isinstance(text, str):
         raise ContractError(f"a path must be a string, got {type(text).__name__}")
     if not text:

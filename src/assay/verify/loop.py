@@ -56,10 +56,18 @@ async def verify(
     interval = None if options.poll_interval_ms is None else options.poll_interval_ms / 1000
     waiter: asyncio.Future[None] | None = None
     dirty = False
+    checking = False  # past the settlement wait: pushed changes are evaluated at once
+    held: tuple[Snapshot, Check] | None = None
 
-    def wake(*_: object) -> None:
-        nonlocal dirty
+    def wake(snapshot: Snapshot, paths: object) -> None:
+        # A pushed change is evaluated on the snapshot it published, at once: a state that
+        # holds only briefly (overwritten before this task runs again) is still seen.
+        nonlocal dirty, held
         dirty = True
+        if checking and held is None:
+            pushed = predicate.check(snapshot.objects)
+            if pushed.result is True:
+                held = (snapshot, pushed)
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
@@ -68,6 +76,7 @@ async def verify(
         if options.settle_ms > 0:
             await clock.sleep(options.settle_ms / 1000)
         cycles = 0
+        checking = True
         while True:
             snapshot = store.current
             dirty = False
@@ -84,12 +93,17 @@ async def verify(
             finally:
                 timer.cancel()
                 waiter = None
+            if held is not None:
+                snapshot, check = held
+                cycles += 1
+                break
             if not dirty and clock.monotonic() >= deadline:
                 break
         elapsed_ms = round((clock.monotonic() - start) * 1000)
-        # Keys the predicate reads have not changed since its last check (a change would
-        # have woken it), but others may have: the outcome describes the state as it is now.
-        snapshot = store.current
+        if check.result is not True:
+            # Keys the predicate reads have not changed since its last check (a change would
+            # have woken it), but others may have: the outcome describes the state as it is now.
+            snapshot = store.current
     finally:
         subscription.cancel()
     return _outcome(
