@@ -23,6 +23,9 @@ from assay.host.loopback import LoopbackServer
 from assay.ledger import Ledger
 from assay.ledger.memory import MemoryBackend
 from assay.server import Token, create_app
+from assay.workflow.definition import Workflow
+from assay.workflow.examples import COMPETITOR_DEEP_DIVE
+from assay.workflow.service import Workflows
 
 SECRETS: Mapping[str, str] = {
     "reader": "reader-secret-0123456789",
@@ -63,11 +66,11 @@ async def serving(
 ) -> AsyncIterator[Served]:
     """Host ``application`` and serve it over HTTP in this event loop."""
     ledger = ledger or Ledger(MemoryBackend())
-    async with (
-        Host(application, ledger) as host,
-        LoopbackServer(create_app(host, tokens=tokens), name="assay") as server,
-    ):
-        yield Served(server.url, host)
+    async with Host(application, ledger) as host:
+        workflows = Workflows(ledger, workflows=[Workflow.from_mapping(COMPETITOR_DEEP_DIVE)])
+        app = create_app(host, tokens=tokens, workflows=workflows)
+        async with LoopbackServer(app, name="assay") as server:
+            yield Served(server.url, host)
 
 
 class DaemonThread:

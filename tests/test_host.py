@@ -70,7 +70,7 @@ async def test_a_fire_answers_after_its_fire_and_settlement_are_in_the_ledger(
     response = await host.fire(ActionRequest(action="workspace.open-billing", wait_ms=1000))
     assert (response.executed, response.success, response.answer) == (True, True, "worked")
     assert calls == [{}]
-    kinds = [(e.kind, e.transition) for e in host.ledger.query(session="default")]
+    kinds = [(e.kind, e.transition) for e in host.ledger.query(session=host.default_session)]
     assert kinds == [
         ("fire", "workspace.open-billing#1"),
         ("settlement", "workspace.open-billing#1"),

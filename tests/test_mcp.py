@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -109,9 +110,10 @@ async def test_bad_arguments_are_tool_errors_that_say_what_to_fix(
     contract = await client.call_tool("verify", {"expression": {"system.armed": {"equals": 1}}})
     assert _text(contract).startswith("expression is not a valid filter contract: ")
     missing = await client.call_tool("did_it_work", {"transition_id": "panel.arm#7"})
-    assert _text(missing) == (
-        "session 'default' has no transition 'panel.arm#7'; transition ids look like "
-        "page.action#N and belong to the session that fired them"
+    assert re.fullmatch(
+        r"session 'panel-[0-9a-f]{12}' has no transition 'panel\.arm#7'; transition ids look "
+        r"like page\.action#N and belong to the session that fired them",
+        _text(missing),
     )
     too_long = await client.call_tool("fire", {"action": "panel.arm", "wait_ms": 60_000})
     assert "wait_ms\n  Input should be less than or equal to 55000" in _text(too_long)

@@ -17,6 +17,7 @@ import pytest
 from assay.examples.outpost import APPLICATION, Outpost, outpost_connector
 from assay.host import Application
 from assay.ledger import export_jsonl
+from assay.workflow.examples import COMPETITOR_INPUT
 from http_daemon import SECRETS, TOKENS, Served, bearer, serving
 
 pytestmark = pytest.mark.anyio
@@ -38,6 +39,10 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None, str]] = [
     ("GET", "/v1/ledger/proofs/consistency?old=1", None, "read"),
     ("GET", "/v1/ledger/head", None, "read"),
     ("GET", "/v1/ledger/verify", None, "admin"),
+    ("POST", "/v1/workflows/{name}/runs", {"input": COMPETITOR_INPUT}, "act"),
+    ("GET", "/v1/runs", None, "read"),
+    ("GET", "/v1/runs/{run_id}", None, "read"),
+    ("POST", "/v1/runs/{run_id}/resume", {"input": {}}, "act"),
 ]
 CALLERS = [None, "wrong", *SECRETS]
 
@@ -80,7 +85,11 @@ async def test_every_route_checks_the_token_and_its_scope(
         for caller in CALLERS:
             session = await client.post("/v1/sessions", headers=bearer("admin"))
             path = template.format(
-                transition_id="inbox.open-drone%231", session_id=session.json()["id"], seq=1
+                transition_id="inbox.open-drone%231",
+                session_id=session.json()["id"],
+                seq=1,
+                run_id="no-such-run",
+                name="competitor_deep_dive",
             )
             headers = (
                 {}
@@ -115,6 +124,14 @@ def _holds(caller: str, scope: str) -> bool:
     return {"reader": "read", "actor": "act", "reporter": "report"}.get(caller) == scope
 
 
+async def test_the_timeline_page_needs_the_read_scope(served: Served) -> None:
+    async with httpx.AsyncClient(base_url=served.url) as client:
+        for path in ("/", "/timeline/head"):
+            assert (await client.get(path)).status_code == 401
+            assert (await client.get(path, headers=bearer("reporter"))).status_code == 403
+            assert (await client.get(path, headers=bearer("reader"))).status_code == 200
+
+
 async def test_health_and_the_schema_need_no_token(served: Served) -> None:
     async with httpx.AsyncClient(base_url=served.url) as client:
         assert (await client.get("/healthz")).status_code == 200
@@ -130,7 +147,11 @@ async def test_secrets_appear_in_no_response_log_or_ledger_entry(
         for name in SECRETS:
             for method, template, body, _ in ROUTES:
                 path = template.format(
-                    transition_id="inbox.open-drone%231", session_id="default", seq=1
+                    transition_id="inbox.open-drone%231",
+                    session_id="default",
+                    seq=1,
+                    run_id="no-such-run",
+                    name="competitor_deep_dive",
                 )
                 if method == "DELETE":
                     continue

@@ -204,7 +204,11 @@ async def test_sessions_open_list_describe_and_close(client: httpx.AsyncClient) 
     default = (await client.post("/v1/sessions")).json()
     assert default["node"] == "inbox"
     listed = [s["id"] for s in (await client.get("/v1/sessions")).json()]
-    assert listed == ["default", info["id"], default["id"]]
+    # The default session has an id of its own ("default" names it in requests).
+    assert listed[0].startswith("outpost-")
+    assert listed[1:] == [info["id"], default["id"]]
+    aliased = (await client.get("/v1/sessions/default")).json()
+    assert aliased["id"] == listed[0]
     actions = (await client.get(f"/v1/sessions/{info['id']}/actions")).json()
     assert [a["id"] for a in actions["actions"]] == [
         "drone.set-mode",

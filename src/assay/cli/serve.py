@@ -26,7 +26,7 @@ def register(commands: Any) -> None:
         help="run the HTTP daemon: fire, verify, state, sessions, ledger",
         description="Serve the HTTP API (OpenAPI at /openapi.json) for an application. "
         "Each setting also comes from ASSAY_APP, ASSAY_LEDGER, ASSAY_HOST, ASSAY_PORT, "
-        "ASSAY_TOKENS (space-separated), ASSAY_LOG_LEVEL, or a TOML --config file "
+        "ASSAY_TOKENS (space-separated), ASSAY_LOG_LEVEL, ASSAY_WORKFLOWS, or a TOML --config file "
         "(ASSAY_CONFIG). A non-loopback --host needs at least one --token.",
     )
     parser.add_argument(
@@ -44,6 +44,12 @@ def register(commands: Any) -> None:
         metavar="NAME:SECRET:SCOPES",
         help=f"a bearer token, {TOKEN_FORM}; repeat for several",
     )
+    parser.add_argument(
+        "--workflows",
+        action="append",
+        metavar="DIR",
+        help="a directory of NAME.yaml workflows to run by name; repeat for several",
+    )
     parser.add_argument("--config", metavar="FILE", help="a TOML file with the same settings")
     parser.add_argument("--log-level", choices=LOG_LEVELS, help="default info")
     parser.add_argument(
@@ -56,7 +62,16 @@ def register(commands: Any) -> None:
 def run_serve(args: argparse.Namespace) -> int:
     flags = {
         key: getattr(args, key)
-        for key in ("app", "ledger", "host", "port", "tokens", "log_level", "access_log")
+        for key in (
+            "app",
+            "ledger",
+            "host",
+            "port",
+            "tokens",
+            "log_level",
+            "access_log",
+            "workflows",
+        )
     }
     try:
         config = load_config(flags, path=args.config)

@@ -29,6 +29,7 @@ from assay.mcp.http import StreamableHttpEndpoint
 from assay.mcp.server import build_server
 from assay.server.app import create_app
 from assay.workflow.definition import Workflow
+from assay.workflow.examples import COMPETITOR_DEEP_DIVE, COMPETITOR_INPUT
 from assay.workflow.service import Workflows
 
 WAIT_MS: Final = 5000
@@ -41,40 +42,6 @@ STATUS_STYLE: Final = {
     "refused": "bold red",
     "pending": "bold yellow",
     "unobservable": "bold yellow",
-}
-
-DEMO_WORKFLOW: Final = {
-    "workflow": "competitor_deep_dive",
-    "description": "Hypotheses about a competitor, each backed by a cited source.",
-    "budget": {"attempts": 2, "iterations_per_attempt": 3, "wall_s": 60},
-    "steps": [
-        {
-            "id": "select_hypotheses",
-            "planner": "assay.workflow.examples:plan_hypotheses",
-            "executor": "assay.workflow.examples:select_hypotheses",
-            "empty_output": {"selected_count": 0, "hypotheses": []},
-            "verify": {
-                "prompt": "Check that every selected hypothesis cites a source from the input.",
-                "criteria": [
-                    "output.selected_count === output.hypotheses.length",
-                    "output.hypotheses.every(h => input.sources.includes(h.source))",
-                ],
-            },
-            "escalation": ["fresh_attempt", "human"],
-        }
-    ],
-}
-DEMO_INPUT: Final = {
-    "competitor": "Acme",
-    "sources": ["acme-10k-2025", "acme-pricing-page"],
-    "findings": [
-        {"about": "Acme", "claim": "Acme cut list prices by 10%", "source": "acme-pricing-page"},
-        {
-            "about": "Acme",
-            "claim": "Acme's margins fell two years running",
-            "source": "acme-10k-2025",
-        },
-    ],
 }
 
 
@@ -223,9 +190,9 @@ async def _operator(outpost_url: str, link: str, console: Console) -> None:
 
 async def _workflow(ledger: Ledger, console: Console) -> None:
     console.rule("[bold]7. A workflow step that fails its gate, gets its critique, then passes")
-    workflow = Workflow.from_mapping(DEMO_WORKFLOW)
+    workflow = Workflow.from_mapping(COMPETITOR_DEEP_DIVE)
     workflows = Workflows(ledger, workflows=[workflow])
-    record = await workflows.astart(workflow.name, DEMO_INPUT)
+    record = await workflows.astart(workflow.name, COMPETITOR_INPUT)
     for entry in ledger.query(run=record.run_id):
         body = entry.body if isinstance(entry.body, dict) else {}
         if entry.kind == "verdict":

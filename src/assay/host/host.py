@@ -76,6 +76,7 @@ class Host:
         self.sessions: dict[str, Session] = {}
         self.idempotency: IdempotencyCache[ActionResponse] = IdempotencyCache()
         self._connection: Connection | None = None
+        self.default_session = DEFAULT_SESSION
 
     async def start(self) -> None:
         """Connect to the application, start observing it, open the default session."""
@@ -86,7 +87,9 @@ class Host:
             # The first fire's pre-action snapshot must hold what the probes can see.
             await substrate.poller.read_once()
         await substrate.start()
-        self.open_session(session_id=DEFAULT_SESSION)
+        # Its own id, so that two runs of a daemon on one ledger never share transition ids;
+        # "default" (or no session at all) names it in requests.
+        self.default_session = self.open_session().id
 
     async def stop(self) -> None:
         """Close every session and the connection; store what evidence is queued."""
@@ -147,7 +150,7 @@ class Host:
     def session(self, session_id: str | None) -> Session:
         """The session called ``session_id`` (the default session for ``None``)."""
         key = session_id or DEFAULT_SESSION
-        session = self.sessions.get(key)
+        session = self.sessions.get(self.default_session if key == DEFAULT_SESSION else key)
         if session is None:
             raise NotFoundError(
                 f"no session is called {key!r}; open one with POST /v1/sessions "
@@ -159,10 +162,10 @@ class Host:
 
     async def close_session(self, session_id: str) -> None:
         """Close a session; its transitions stay in the ledger."""
-        if session_id == DEFAULT_SESSION:
-            raise RequestError("the default session cannot be closed", field="session")
         session = self.session(session_id)
-        del self.sessions[session_id]
+        if session.id == self.default_session:
+            raise RequestError("the default session cannot be closed", field="session")
+        del self.sessions[session.id]
         await session.close()
 
     def describe(self, session: Session) -> SessionInfo:

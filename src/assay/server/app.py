@@ -17,8 +17,11 @@ from pydantic import BaseModel
 from assay import __version__
 from assay.host import Host
 from assay.server import actions, ledger, problems, sessions, state
-from assay.server.auth import Authenticator, Token
+from assay.server import workflows as workflow_routes
+from assay.server.auth import Authenticator, Scope, Token, authorize
 from assay.server.declared import shape_openapi
+from assay.timeline import timeline_routes
+from assay.workflow.service import Workflows
 
 DESCRIPTION = """Fire actions, observe the application's real state, answer with evidence.
 
@@ -37,8 +40,11 @@ class Health(BaseModel):
     version: str
 
 
-def create_app(host: Host, *, tokens: Iterable[Token] = ()) -> FastAPI:
-    """The HTTP API of SPEC §9 over ``host`` (already started), guarded by ``tokens``."""
+def create_app(
+    host: Host, *, tokens: Iterable[Token] = (), workflows: Workflows | None = None
+) -> FastAPI:
+    """The HTTP API of SPEC §9 over ``host`` (already started), guarded by ``tokens``, with
+    the timeline page at ``/`` and ``workflows`` runnable by name."""
     authenticator = Authenticator(tokens)
     app = FastAPI(
         title="assay",
@@ -49,9 +55,15 @@ def create_app(host: Host, *, tokens: Iterable[Token] = ()) -> FastAPI:
     )
     app.state.host = host
     app.state.authenticator = authenticator
+    app.state.workflows = workflows
     problems.install(app)
-    for module in (actions, sessions, state, ledger):
+    for module in (actions, sessions, state, ledger, workflow_routes):
         app.include_router(module.router)
+    app.router.routes.extend(
+        timeline_routes(
+            host.ledger, app=host.graph.app, guard=lambda request: authorize(request, Scope.READ)
+        )
+    )
 
     @app.get("/healthz", response_model=Health, tags=["daemon"], summary="Liveness, no auth")
     async def healthz() -> Health:

@@ -171,20 +171,29 @@ def require(scope: Scope) -> Callable[..., Coroutine[Any, Any, Principal]]:
         request: Request,
         credentials: HTTPAuthorizationCredentials | None = Security(_bearer),  # noqa: B008
     ) -> Principal:
-        authenticator: Authenticator = request.app.state.authenticator
         secret = credentials.credentials if credentials is not None else None
-        who = authenticator.authenticate(secret)
-        if scope in who.scopes or Scope.ADMIN in who.scopes:
-            return who
-        held = ", ".join(sorted(s.value for s in who.scopes))
-        raise HTTPException(
-            403,
-            f"token {who.name!r} lacks the {scope.value!r} scope that {request.method} "
-            f"{request.url.path} needs (it has {held}); use a token with {scope.value!r} or admin",
-            headers={
-                "WWW-Authenticate": f'Bearer realm="assay", error="insufficient_scope", '
-                f'scope="{scope.value}"'
-            },
-        )
+        return authorize(request, scope, secret)
 
     return principal
+
+
+def authorize(request: Request, scope: Scope, secret: str | None = None) -> Principal:
+    """The request's principal, which must hold ``scope``: 401 without a known token, 403
+    without the scope. ``secret`` is the bearer token, read from the request when absent."""
+    authenticator: Authenticator = request.app.state.authenticator
+    if secret is None and authenticator.enabled:
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        secret = given.strip() if scheme.lower() == "bearer" and given.strip() else None
+    who = authenticator.authenticate(secret)
+    if scope in who.scopes or Scope.ADMIN in who.scopes:
+        return who
+    held = ", ".join(sorted(s.value for s in who.scopes))
+    raise HTTPException(
+        403,
+        f"token {who.name!r} lacks the {scope.value!r} scope that {request.method} "
+        f"{request.url.path} needs (it has {held}); use a token with {scope.value!r} or admin",
+        headers={
+            "WWW-Authenticate": f'Bearer realm="assay", error="insufficient_scope", '
+            f'scope="{scope.value}"'
+        },
+    )

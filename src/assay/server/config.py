@@ -33,9 +33,19 @@ ENVIRONMENT: Final = {
     "tokens": "ASSAY_TOKENS",
     "log_level": "ASSAY_LOG_LEVEL",
     "access_log": "ASSAY_ACCESS_LOG",
+    "workflows": "ASSAY_WORKFLOWS",
 }
 CONFIG_ENV: Final = "ASSAY_CONFIG"
-_FILE_KEYS: Final = ("app", "ledger", "host", "port", "tokens", "log_level", "access_log")
+_FILE_KEYS: Final = (
+    "app",
+    "ledger",
+    "host",
+    "port",
+    "tokens",
+    "log_level",
+    "access_log",
+    "workflows",
+)
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,8 @@ class ServerConfig:
     port: int = DEFAULT_PORT
     tokens: tuple[Token, ...] = field(default=(), repr=False)
     log_level: str = "info"
+    workflows: tuple[str, ...] = ()
+    """Directories of NAME.yaml workflows the daemon runs by name, beside the built-in one."""
     access_log: bool = True
 
     @property
@@ -109,6 +121,8 @@ def load_config(
 def _from_flag(key: str, value: Any) -> Any:
     if key == "tokens":
         return tuple(Token.parse(text, source="--token") for text in value)
+    if key == "workflows":
+        return tuple(value)
     return value
 
 
@@ -123,6 +137,8 @@ def _from_environment(key: str, value: str, variable: str) -> Any:
             raise RequestError(f"{variable} must be a port number, not {value!r}") from None
     if key == "access_log":
         return value.strip().lower() not in ("0", "false", "no", "off")
+    if key == "workflows":
+        return tuple(value.split(os.pathsep))
     return value
 
 
@@ -135,6 +151,10 @@ def _from_file(key: str, value: Any, path: str) -> Any:
         )
     if key == "tokens":
         return tuple(_file_token(item, index, path) for index, item in enumerate(value))
+    if key == "workflows":
+        if not all(isinstance(item, str) for item in value):
+            raise RequestError(f"{path}: workflows must be an array of paths", field=key)
+        return tuple(value)
     return value
 
 
@@ -142,6 +162,7 @@ _FILE_KINDS: Final[dict[str, tuple[type, str]]] = {
     "port": (int, "integer"),
     "tokens": (list, "array of tables"),
     "access_log": (bool, "boolean"),
+    "workflows": (list, "array of strings"),
 }
 
 

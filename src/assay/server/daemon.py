@@ -21,6 +21,9 @@ from assay.ledger.url import open_ledger
 from assay.redaction import Redaction
 from assay.server.app import create_app
 from assay.server.config import ServerConfig
+from assay.workflow.definition import Workflow
+from assay.workflow.examples import COMPETITOR_DEEP_DIVE
+from assay.workflow.service import Workflows
 
 logger = logging.getLogger("assay.server")
 
@@ -33,7 +36,13 @@ async def run(config: ServerConfig, *, ready: Callable[[str], None] | None = Non
     ledger = open_ledger(config.ledger, redaction=Redaction(application.redaction))
     try:
         async with Host(application, ledger) as host:
-            app = create_app(host, tokens=config.tokens)
+            workflows = Workflows(
+                ledger,
+                directories=config.workflows,
+                workflows=[Workflow.from_mapping(COMPETITOR_DEEP_DIVE)],
+                session=host.session(None),
+            )
+            app = create_app(host, tokens=config.tokens, workflows=workflows)
             server = _Server(
                 uvicorn.Config(
                     app,

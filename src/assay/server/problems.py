@@ -29,7 +29,10 @@ from assay.errors import (
     NotFoundError,
     ProofError,
     RequestError,
+    RunError,
+    RunNotFoundError,
     StateError,
+    WorkflowError,
 )
 from assay.host.wire import ActionResponse, Problem
 from assay.verify.outcome import VerificationOutcome
@@ -149,8 +152,11 @@ def install(app: FastAPI) -> None:
         ExpressionError,
         LedgerEntryError,
         ProofError,
+        WorkflowError,
     ):
         app.add_exception_handler(error, _bad_request)
+    app.add_exception_handler(RunNotFoundError, _run_not_found)
+    app.add_exception_handler(RunError, _run_conflict)
     app.add_exception_handler(Exception, _unexpected)
 
 
@@ -254,6 +260,25 @@ async def _bad_request(request: Request, error: Exception) -> ProblemResponse:
             members[name] = value
     code = _CODES.get(type(error), "bad-request")
     return problem_response(request, 400, code, "Bad request", str(error), **members)
+
+
+async def _run_not_found(request: Request, error: Exception) -> ProblemResponse:
+    assert isinstance(error, RunNotFoundError)
+    detail = f"{error}; GET /v1/runs lists the runs in the ledger"
+    return problem_response(request, 404, "not-found", "Not found", detail, run_id=error.run_id)
+
+
+async def _run_conflict(request: Request, error: Exception) -> ProblemResponse:
+    assert isinstance(error, RunError)
+    return problem_response(
+        request,
+        409,
+        "run-state",
+        "Conflict",
+        str(error),
+        run_id=error.run_id,
+        run_status=error.status,
+    )
 
 
 _CODES: Final[Mapping[type[Exception], str]] = {

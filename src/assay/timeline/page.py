@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.requests import Request
@@ -49,15 +50,22 @@ def render_timeline(ledger: Ledger, *, app: str, check: LedgerCheck | None = Non
     return _templates.get_template("timeline.html").render(t=timeline, app=app)
 
 
-def timeline_routes(ledger: Ledger, *, app: str) -> list[Route]:
-    """``GET /`` (the page) and ``GET /timeline/head`` (size and root, for live updates)."""
+def timeline_routes(
+    ledger: Ledger, *, app: str, guard: Callable[[Request], object] | None = None
+) -> list[Route]:
+    """``GET /`` (the page) and ``GET /timeline/head`` (size and root, for live updates);
+    ``guard`` is called first with each request and may raise to refuse it."""
     check = LedgerCheck(ledger)
 
     async def page(request: Request) -> HTMLResponse:
+        if guard is not None:
+            guard(request)
         html = await asyncio.to_thread(render_timeline, ledger, app=app, check=check)
         return HTMLResponse(html)
 
     async def head(request: Request) -> JSONResponse:
+        if guard is not None:
+            guard(request)
         tree = await asyncio.to_thread(ledger.tree_head)
         return JSONResponse({"size": tree.size, "root": tree.root})
 

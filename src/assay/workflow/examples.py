@@ -7,7 +7,7 @@ and the critique sent back through the planner makes the next draft keep to cite
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from assay.workflow.context import StepContext
 
@@ -42,3 +42,40 @@ def write_brief(ctx: StepContext) -> dict[str, Any]:
     lines = [f"- {h['claim']} ({h['source']})" for h in hypotheses]
     cited = sorted({h["source"] for h in hypotheses})
     return {"summary": f"{competitor}:\n" + "\n".join(lines), "cited": cited}
+
+
+# The first step of competitor_deep_dive.yaml as a mapping, for the demo and the daemon's
+# built-in workflow: it fails its gate once, takes the critique, then passes.
+COMPETITOR_DEEP_DIVE: Final[dict[str, Any]] = {
+    "workflow": "competitor_deep_dive",
+    "description": "Hypotheses about a competitor, each backed by a cited source.",
+    "budget": {"attempts": 2, "iterations_per_attempt": 3, "wall_s": 60},
+    "steps": [
+        {
+            "id": "select_hypotheses",
+            "planner": "assay.workflow.examples:plan_hypotheses",
+            "executor": "assay.workflow.examples:select_hypotheses",
+            "empty_output": {"selected_count": 0, "hypotheses": []},
+            "verify": {
+                "prompt": "Check that every selected hypothesis cites a source from the input.",
+                "criteria": [
+                    "output.selected_count === output.hypotheses.length",
+                    "output.hypotheses.every(h => input.sources.includes(h.source))",
+                ],
+            },
+            "escalation": ["fresh_attempt", "human"],
+        }
+    ],
+}
+COMPETITOR_INPUT: Final[dict[str, Any]] = {
+    "competitor": "Acme",
+    "sources": ["acme-10k-2025", "acme-pricing-page"],
+    "findings": [
+        {"about": "Acme", "claim": "Acme cut list prices by 10%", "source": "acme-pricing-page"},
+        {
+            "about": "Acme",
+            "claim": "Acme's margins fell two years running",
+            "source": "acme-10k-2025",
+        },
+    ],
+}

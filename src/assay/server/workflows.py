@@ -1,0 +1,137 @@
+"""Workflow runs over HTTP: start one, read one, list them, resume a parked one.
+
+Only workflows the daemon was given are runnable by name (``assay serve --workflows DIR``
+and the built-in ``competitor_deep_dive``): a request never names a file or a module to
+import. A start or resume answers once the run has completed or parked; the run's
+verdicts, commits, escalations and parks are already in the ledger by then.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Final
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay.errors import NotFoundError
+from assay.server.auth import Principal, Scope, require
+from assay.server.declared import errors
+from assay.server.query import known_query
+from assay.workflow.run import RunRecord
+from assay.workflow.service import Workflows
+
+router = APIRouter(prefix="/v1", tags=["workflows"], dependencies=[Depends(known_query)])
+
+_NAME: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,127}\Z")
+
+
+class RunRequest(BaseModel):
+    """``POST /v1/workflows/{name}/runs`` and ``POST /v1/runs/{id}/resume``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    input: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the run's input (start) or a person's input to the parked step (resume)",
+    )
+
+
+class RunList(BaseModel):
+    """Every run in the ledger, oldest first."""
+
+    model_config = ConfigDict(frozen=True)
+
+    runs: list[RunRecord]
+
+
+def workflows_of(request: Request) -> Workflows:
+    """The daemon's workflows; a 404 problem when it was started without any."""
+    found: Workflows | None = getattr(request.app.state, "workflows", None)
+    if found is None:
+        raise NotFoundError(
+            "this daemon runs no workflows; start it with --workflows DIR", kind="workflow", id=""
+        )
+    return found
+
+
+WorkflowsDependency = Annotated[Workflows, Depends(workflows_of)]
+
+
+@router.post(
+    "/workflows/{name}/runs",
+    response_model=RunRecord,
+    responses=errors(404, 409),
+    summary="Start a run of a workflow; answers once it has completed or parked",
+)
+async def start(
+    name: str,
+    body: RunRequest,
+    workflows: WorkflowsDependency,
+    who: Annotated[Principal, Depends(require(Scope.ACT))],
+) -> RunRecord:
+    """Run ``name`` with ``body.input``: each step's output is committed only past its gate."""
+    if not _NAME.match(name) or not _known(workflows, name):
+        known = ", ".join(sorted(workflows.known)) or "none"
+        raise NotFoundError(
+            f"no workflow is called {name!r}; this daemon runs: {known} (and NAME.yaml files "
+            "in its --workflows directories)",
+            kind="workflow",
+            id=name,
+        )
+    return await workflows.astart(name, body.input)
+
+
+@router.get(
+    "/runs",
+    response_model=RunList,
+    responses=errors(404),
+    summary="Every workflow run in the ledger",
+)
+async def runs(
+    workflows: WorkflowsDependency,
+    who: Annotated[Principal, Depends(require(Scope.READ))],
+) -> RunList:
+    """Runs rebuilt from the ledger, oldest first."""
+    return RunList(runs=workflows.runs())
+
+
+@router.get(
+    "/runs/{run_id}",
+    response_model=RunRecord,
+    responses=errors(404),
+    summary="One workflow run: status, committed steps, why it parked",
+)
+async def run(
+    run_id: str,
+    workflows: WorkflowsDependency,
+    who: Annotated[Principal, Depends(require(Scope.READ))],
+) -> RunRecord:
+    """The run as its ledger entries say it is."""
+    return workflows.get(run_id)
+
+
+@router.post(
+    "/runs/{run_id}/resume",
+    response_model=RunRecord,
+    responses=errors(404, 409),
+    summary="Resume a parked or interrupted run from its last commit, with a person's input",
+)
+async def resume(
+    run_id: str,
+    body: RunRequest,
+    workflows: WorkflowsDependency,
+    who: Annotated[Principal, Depends(require(Scope.ACT))],
+) -> RunRecord:
+    """Resume ``run_id``; a completed run cannot be resumed (409)."""
+    return await workflows.aresume(run_id, body.input)
+
+
+def _known(workflows: Workflows, name: str) -> bool:
+    if name in workflows.known:
+        return True
+    return any(
+        (directory / f"{name}{suffix}").is_file()
+        for directory in workflows.directories
+        for suffix in (".yaml", ".yml")
+    )

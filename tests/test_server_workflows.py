@@ -1,0 +1,57 @@
+"""Workflow runs over HTTP, through a real uvicorn server: start, read, list, resume."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from assay.examples.outpost import APPLICATION
+from assay.workflow.examples import COMPETITOR_INPUT
+from http_daemon import serving
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[httpx.AsyncClient]:
+    async with serving(APPLICATION) as served, httpx.AsyncClient(base_url=served.url) as http:
+        yield http
+
+
+async def test_a_run_fails_its_gate_once_then_commits_and_reads_back(
+    client: httpx.AsyncClient,
+) -> None:
+    started = await client.post(
+        "/v1/workflows/competitor_deep_dive/runs", json={"input": COMPETITOR_INPUT}
+    )
+    assert started.status_code == 200, started.text
+    run = started.json()
+    assert (run["status"], run["verdicts"], list(run["committed"])) == (
+        "completed",
+        2,
+        ["select_hypotheses"],
+    )
+    again = await client.get(f"/v1/runs/{run['run_id']}")
+    assert again.json() == run
+    listed = await client.get("/v1/runs")
+    assert [r["run_id"] for r in listed.json()["runs"]] == [run["run_id"]]
+    entries = (await client.get("/v1/ledger/entries", params={"run": run["run_id"]})).json()
+    kinds = [entry["kind"] for entry in entries]
+    assert kinds == ["commit", "verdict", "verdict", "commit"]
+    resumed = await client.post(f"/v1/runs/{run['run_id']}/resume", json={"input": {}})
+    assert resumed.status_code == 409, resumed.text
+    assert resumed.json()["run_status"] == "completed"
+
+
+async def test_only_workflows_the_daemon_was_given_run_by_name(
+    client: httpx.AsyncClient,
+) -> None:
+    for name in ("nope", "..%2F..%2Fetc%2Fpasswd", "os:system"):
+        response = await client.post(f"/v1/workflows/{name}/runs", json={"input": {}})
+        assert response.status_code == 404, response.text
+        assert response.headers["content-type"] == "application/problem+json"
+    missing = await client.get("/v1/runs/no-such-run")
+    assert missing.status_code == 404
+    assert missing.json()["detail"].endswith("GET /v1/runs lists the runs in the ledger")
