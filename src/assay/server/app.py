@@ -57,6 +57,7 @@ def create_app(
     app.state.authenticator = authenticator
     app.state.workflows = workflows
     problems.install(app)
+    app.include_router(actions.lean)
     for module in (actions, sessions, state, ledger, workflow_routes):
         app.include_router(module.router)
     app.router.routes.extend(

@@ -14,7 +14,11 @@ async def known_query(request: Request) -> None:
     route = request.scope.get("route")
     if not isinstance(route, APIRoute):
         return
-    known = _names(route)
+    reject_query(request, _names(route))
+
+
+def reject_query(request: Request, known: frozenset[str]) -> None:
+    """400 (a ``RequestValidationError``) naming each query parameter not in ``known``."""
     unknown = [name for name in request.query_params if name not in known]
     if unknown:
         takes = ", ".join(sorted(known)) or "none"

@@ -19,6 +19,7 @@ from assay.expr.contract import Contract
 from assay.expr.path import parse_path
 from assay.expr.predicate import Check, Predicate
 from assay.redaction import ELLIPSIS, REDACTED, SUMMARY_LIMIT, Redaction
+from assay.state.index import Subscription
 from assay.state.snapshot import FieldChange, Snapshot
 from assay.state.store import StateStore
 from assay.verify.narrative import Observation, narrate
@@ -71,7 +72,9 @@ async def verify(
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    subscription = store.subscribe(predicate.keys, wake)
+    # Subscribed only once a check has failed: a contract that holds at once costs no
+    # subscription, and nothing can change between a check and the subscription (no await).
+    subscription: Subscription | None = None
     try:
         if options.settle_ms > 0:
             await clock.sleep(options.settle_ms / 1000)
@@ -85,6 +88,8 @@ async def verify(
             now = clock.monotonic()
             if check.result is True or now >= deadline:
                 break
+            if subscription is None:
+                subscription = store.subscribe(predicate.keys, wake)
             wake_at = deadline if interval is None else min(deadline, now + interval)
             waiter = loop.create_future()
             timer = clock.call_later(wake_at - now, _resolver(waiter))
@@ -105,7 +110,8 @@ async def verify(
             # have woken it), but others may have: the outcome describes the state as it is now.
             snapshot = store.current
     finally:
-        subscription.cancel()
+        if subscription is not None:
+            subscription.cancel()
     return _outcome(
         predicate,
         store=store,
