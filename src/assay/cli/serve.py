@@ -16,7 +16,7 @@ from typing import Any
 from assay.errors import ApplicationError, LedgerError, RequestError
 from assay.host.application import DEFAULT_APPLICATION
 from assay.server.auth import TOKEN_FORM
-from assay.server.config import DEFAULT_HOST, DEFAULT_PORT, LOG_LEVELS, load_config
+from assay.server.config import DEFAULT_HOST, DEFAULT_PORT, ENVIRONMENT, LOG_LEVELS, load_config
 from assay.server.daemon import run
 
 
@@ -60,19 +60,7 @@ def register(commands: Any) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    flags = {
-        key: getattr(args, key)
-        for key in (
-            "app",
-            "ledger",
-            "host",
-            "port",
-            "tokens",
-            "log_level",
-            "access_log",
-            "workflows",
-        )
-    }
+    flags = {key: getattr(args, key) for key in ENVIRONMENT}
     try:
         config = load_config(flags, path=args.config)
     except RequestError as error:

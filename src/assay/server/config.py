@@ -36,16 +36,8 @@ ENVIRONMENT: Final = {
     "workflows": "ASSAY_WORKFLOWS",
 }
 CONFIG_ENV: Final = "ASSAY_CONFIG"
-_FILE_KEYS: Final = (
-    "app",
-    "ledger",
-    "host",
-    "port",
-    "tokens",
-    "log_level",
-    "access_log",
-    "workflows",
-)
+_FILE_KEYS: Final = tuple(ENVIRONMENT)
+"""Every setting has a flag, a variable and a TOML key of the same name."""
 
 
 @dataclass(frozen=True)
