@@ -71,16 +71,16 @@ async def fire(
     openapi_extra={
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": VerifyRequest.model_json_schema()}},
+            "content": {
+                "application/json": {"schema": {"$ref": "#/components/schemas/VerifyRequest"}}
+            },
         }
     },
 )
 async def verify(request: Request) -> Response:
-    """200 with the outcome when it held, 422 with the outcome when it did not.
-
-    The hottest route, so it takes no FastAPI dependencies: the token, the query and the
-    body are checked here, with the same answers the dependencies give elsewhere.
-    """
+    """200 with the outcome when it held, 422 with the outcome when it did not."""
+    # The hottest route takes no FastAPI dependencies (their resolution cost more than the
+    # verification): token, query and body are checked here, with the same answers.
     authorize(request, Scope.READ)
     if request.query_params:
         reject_query(request, frozenset())

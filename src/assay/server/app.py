@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from assay import __version__
 from assay.host import Host
+from assay.host.wire import VerifyRequest
 from assay.server import actions, ledger, problems, sessions, state
 from assay.server import workflows as workflow_routes
 from assay.server.auth import Authenticator, Scope, Token, authorize
@@ -75,6 +76,11 @@ def create_app(
     def openapi() -> dict[str, Any]:
         if not shaped:
             document = FastAPI.openapi(app)
+            # POST /v1/verify reads its body itself; its schema is declared here.
+            schemas = document.setdefault("components", {}).setdefault("schemas", {})
+            schemas["VerifyRequest"] = VerifyRequest.model_json_schema(
+                ref_template="#/components/schemas/{model}"
+            )
             shaped.update(shape_openapi(document, auth=authenticator.enabled))
         return shaped
 
