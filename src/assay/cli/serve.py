@@ -26,8 +26,9 @@ def register(commands: Any) -> None:
         help="run the HTTP daemon: fire, verify, state, sessions, ledger",
         description="Serve the HTTP API (OpenAPI at /openapi.json) for an application. "
         "Each setting also comes from ASSAY_APP, ASSAY_LEDGER, ASSAY_HOST, ASSAY_PORT, "
-        "ASSAY_TOKENS (space-separated), ASSAY_LOG_LEVEL, ASSAY_WORKFLOWS, or a TOML --config file "
-        "(ASSAY_CONFIG). A non-loopback --host needs at least one --token.",
+        "ASSAY_TOKENS (space-separated), ASSAY_LOG_LEVEL, ASSAY_WORKFLOWS, ASSAY_REDACT, "
+        "or a TOML --config file (ASSAY_CONFIG). A non-loopback --host needs at least one "
+        "--token.",
     )
     parser.add_argument(
         "--app", metavar="MODULE:ATTR", help=f"the application (default {DEFAULT_APPLICATION})"
@@ -49,6 +50,13 @@ def register(commands: Any) -> None:
         action="append",
         metavar="DIR",
         help="a directory of NAME.yaml workflows to run by name; repeat for several",
+    )
+    parser.add_argument(
+        "--redact",
+        action="append",
+        metavar="PATTERN",
+        help="a state key pattern (inbox.sent.*.to, secrets.**) whose values are withheld "
+        "everywhere; repeat for several",
     )
     parser.add_argument("--config", metavar="FILE", help="a TOML file with the same settings")
     parser.add_argument("--log-level", choices=LOG_LEVELS, help="default info")

@@ -34,6 +34,7 @@ ENVIRONMENT: Final = {
     "log_level": "ASSAY_LOG_LEVEL",
     "access_log": "ASSAY_ACCESS_LOG",
     "workflows": "ASSAY_WORKFLOWS",
+    "redact": "ASSAY_REDACT",
 }
 CONFIG_ENV: Final = "ASSAY_CONFIG"
 _FILE_KEYS: Final = tuple(ENVIRONMENT)
@@ -52,6 +53,9 @@ class ServerConfig:
     log_level: str = "info"
     workflows: tuple[str, ...] = ()
     """Directories of NAME.yaml workflows the daemon runs by name, beside the built-in one."""
+    redact: tuple[str, ...] = ()
+    """Key patterns withheld from every answer, narrative, diff, ledger entry and log line,
+    beside the application's own."""
     access_log: bool = True
 
     @property
@@ -113,7 +117,7 @@ def load_config(
 def _from_flag(key: str, value: Any) -> Any:
     if key == "tokens":
         return tuple(Token.parse(text, source="--token") for text in value)
-    if key == "workflows":
+    if key in ("workflows", "redact"):
         return tuple(value)
     return value
 
@@ -131,6 +135,8 @@ def _from_environment(key: str, value: str, variable: str) -> Any:
         return value.strip().lower() not in ("0", "false", "no", "off")
     if key == "workflows":
         return tuple(value.split(os.pathsep))
+    if key == "redact":
+        return tuple(value.split())
     return value
 
 
@@ -143,9 +149,9 @@ def _from_file(key: str, value: Any, path: str) -> Any:
         )
     if key == "tokens":
         return tuple(_file_token(item, index, path) for index, item in enumerate(value))
-    if key == "workflows":
+    if key in ("workflows", "redact"):
         if not all(isinstance(item, str) for item in value):
-            raise RequestError(f"{path}: workflows must be an array of paths", field=key)
+            raise RequestError(f"{path}: {key} must be an array of strings", field=key)
         return tuple(value)
     return value
 
@@ -155,6 +161,7 @@ _FILE_KINDS: Final[dict[str, tuple[type, str]]] = {
     "tokens": (list, "array of tables"),
     "access_log": (bool, "boolean"),
     "workflows": (list, "array of strings"),
+    "redact": (list, "array of strings"),
 }
 
 

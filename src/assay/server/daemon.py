@@ -33,9 +33,10 @@ async def run(config: ServerConfig, *, ready: Callable[[str], None] | None = Non
     socket listens. ``RequestError`` for unsafe settings, before anything is opened."""
     config.check()
     application = load_application(config.app)
-    ledger = open_ledger(config.ledger, redaction=Redaction(application.redaction))
+    redaction = Redaction((*application.redaction, *config.redact))
+    ledger = open_ledger(config.ledger, redaction=redaction)
     try:
-        async with Host(application, ledger) as host:
+        async with Host(application, ledger, redaction=redaction) as host:
             workflows = Workflows(
                 ledger,
                 directories=config.workflows,
