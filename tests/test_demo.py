@@ -138,7 +138,17 @@ async def test_the_timeline_shows_the_demos_transitions_and_verdicts(demo: DemoR
         verified = await page.get_attribute("#ledger-status", "data-verified")
         ARTIFACTS.mkdir(exist_ok=True)
         await page.screenshot(path=str(ARTIFACTS / "timeline.png"), full_page=True)
+        # Live: a fire appended now shows up without a reload (the page polls the head).
+        ledger.append(
+            "fire",
+            {"action": "inbox.send", "args": {}, "source": "test"},
+            session="live-session",
+            transition="inbox.send#1",
+        )
+        await page.wait_for_selector('section[data-session="live-session"]', timeout=15_000)
+        live_size = await page.get_attribute("#ledger-status", "data-size")
         await browser.close()
+    assert live_size == str(ledger.size)
     assert [tuple(row) for row in rows] == expected
     assert [tuple(event) for event in events] == run_verdicts
     assert critique.startswith("critique: output.hypotheses.every(")
