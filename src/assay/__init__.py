@@ -1,5 +1,8 @@
 """assay: ground truth for agent actions."""
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from assay.errors import AssayError as AssayError
 from assay.errors import ContractError as ContractError
 from assay.errors import ExpressionError as ExpressionError
@@ -21,14 +24,78 @@ from assay.expr import Undefined as Undefined
 from assay.expr import compile_contract as compile_contract
 from assay.expr import compile_expression as compile_expression
 from assay.redaction import Redaction as Redaction
-from assay.workflow import CriterionResult as CriterionResult
-from assay.workflow import RunRecord as RunRecord
-from assay.workflow import RunStatus as RunStatus
-from assay.workflow import StepContext as StepContext
-from assay.workflow import StepResult as StepResult
-from assay.workflow import Verdict as Verdict
-from assay.workflow import Workflow as Workflow
-from assay.workflow import Workflows as Workflows
-from assay.workflow import load_workflow as load_workflow
+
+if TYPE_CHECKING:
+    from assay.workflow import CriterionResult as CriterionResult
+    from assay.workflow import RunRecord as RunRecord
+    from assay.workflow import RunStatus as RunStatus
+    from assay.workflow import StepContext as StepContext
+    from assay.workflow import StepResult as StepResult
+    from assay.workflow import Verdict as Verdict
+    from assay.workflow import Workflow as Workflow
+    from assay.workflow import Workflows as Workflows
+    from assay.workflow import load_workflow as load_workflow
 
 __version__ = "0.1.0"
+
+# The workflow layer loads on first use, so that `import assay` (and the CLI) stays quick.
+_LAZY = {
+    name: "assay.workflow"
+    for name in (
+        "CriterionResult",
+        "RunRecord",
+        "RunStatus",
+        "StepContext",
+        "StepResult",
+        "Verdict",
+        "Workflow",
+        "Workflows",
+        "load_workflow",
+    )
+}
+
+__all__ = [
+    "UNDEFINED",
+    "AssayError",
+    "Check",
+    "ConditionEvidence",
+    "Contract",
+    "ContractError",
+    "CriterionResult",
+    "Expression",
+    "ExpressionError",
+    "ExpressionEvaluationError",
+    "ExpressionLimitError",
+    "ExpressionSyntaxError",
+    "Limits",
+    "Predicate",
+    "Redaction",
+    "RunError",
+    "RunNotFoundError",
+    "RunRecord",
+    "RunStatus",
+    "StepContext",
+    "StepResult",
+    "Undefined",
+    "Verdict",
+    "Workflow",
+    "WorkflowError",
+    "WorkflowLintError",
+    "Workflows",
+    "compile_contract",
+    "compile_expression",
+    "load_workflow",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'assay' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

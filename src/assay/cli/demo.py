@@ -7,12 +7,8 @@ import asyncio
 import sys
 from typing import Any
 
-from rich.console import Console
-
 from assay.cli.ledger import add_ledger_option
 from assay.errors import AssayError
-from assay.examples.demo import run_demo
-from assay.ledger import open_ledger
 
 
 def register(commands: Any) -> None:
@@ -28,6 +24,11 @@ def register(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from assay.examples.demo import run_demo
+    from assay.ledger import open_ledger
+
     console = Console(highlight=False)
     try:
         with open_ledger(args.ledger) as ledger:

@@ -5,18 +5,26 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.cli.ledger import add_ledger_option
 from assay.errors import AssayError
-from assay.examples import already_true
-from assay.ledger import Ledger, open_ledger
+
+if TYPE_CHECKING:
+    from assay.ledger import Ledger
+
+
+def _already_true(ledger: Ledger) -> int:
+    from assay.examples import already_true  # the MCP SDK loads only when it runs
+
+    return already_true.main(ledger)
+
 
 EXAMPLES: dict[str, tuple[str, Callable[[Ledger], int]]] = {
     "already-true": (
         "the already-true press, an ordinary press and a writes-only press, made through the "
         "MCP tools as a remote model would, as JSON lines",
-        already_true.main,
+        _already_true,
     ),
 }
 
@@ -34,6 +42,8 @@ def register(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from assay.ledger import open_ledger
+
     _, main = EXAMPLES[args.name]
     try:
         with open_ledger(args.ledger) as ledger:

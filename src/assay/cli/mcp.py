@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.cli.ledger import add_ledger_option
 from assay.errors import AssayError
-from assay.host import Application, Host, load_application
-from assay.host.application import DEFAULT_APPLICATION
-from assay.ledger import Ledger, open_ledger
-from assay.mcp import build_server
-from assay.mcp.http import PATH, StreamableHttpEndpoint, require_loopback
+from assay.host.defaults import DEFAULT_APPLICATION
+
+if TYPE_CHECKING:
+    from assay.host import Application
+    from assay.ledger import Ledger
 
 DEFAULT_PORT = 8765
 
@@ -25,7 +25,7 @@ def register(commands: Any) -> None:
         description="Serve an application's actions as MCP tools, with the official MCP SDK. "
         "Every fire, settlement and verdict goes to the ledger. With --transport stdio (the "
         "default) stdout carries the protocol and nothing else; with --transport http the "
-        f"endpoint is http://HOST:PORT{PATH}, announced on stderr. Exit 0 when the client "
+        "endpoint is http://HOST:PORT/mcp, announced on stderr. Exit 0 when the client "
         "disconnects, 130 when interrupted, 2 on a usage error.",
     )
     parser.add_argument(
@@ -46,6 +46,11 @@ def register(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The SDK and the host load only when the command runs, so `assay --help` stays quick.
+    from assay.host import load_application
+    from assay.ledger import open_ledger
+    from assay.mcp.http import require_loopback
+
     try:
         require_loopback(args.host)
         application = load_application(args.app)
@@ -58,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(application: Application, ledger: Ledger, args: argparse.Namespace) -> None:
+    from assay.host import Host
+    from assay.mcp import build_server
+    from assay.mcp.http import StreamableHttpEndpoint
+
     async with Host(application, ledger) as host:
         server = build_server(host)
         if args.transport == "stdio":

@@ -14,10 +14,9 @@ import sys
 from typing import Any
 
 from assay.errors import ApplicationError, LedgerError, RequestError
-from assay.host.application import DEFAULT_APPLICATION
-from assay.server.auth import TOKEN_FORM
+from assay.host.defaults import DEFAULT_APPLICATION
 from assay.server.config import DEFAULT_HOST, DEFAULT_PORT, ENVIRONMENT, LOG_LEVELS, load_config
-from assay.server.daemon import run
+from assay.server.tokens import TOKEN_FORM
 
 
 def register(commands: Any) -> None:
@@ -68,6 +67,8 @@ def register(commands: Any) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    from assay.server.daemon import run  # uvicorn and FastAPI load only to serve
+
     flags = {key: getattr(args, key) for key in ENVIRONMENT}
     try:
         config = load_config(flags, path=args.config)

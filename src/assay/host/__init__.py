@@ -1,8 +1,16 @@
 """The host: one application, its sessions and its ledger, behind every port."""
 
-from assay.host.application import Application, ConnectContext, Connection, load_application
-from assay.host.evidence import DurableEvidence
-from assay.host.host import DEFAULT_SESSION, Host
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from assay.host.application import Application as Application
+    from assay.host.application import ConnectContext as ConnectContext
+    from assay.host.application import Connection as Connection
+    from assay.host.application import load_application as load_application
+    from assay.host.evidence import DurableEvidence as DurableEvidence
+    from assay.host.host import DEFAULT_SESSION as DEFAULT_SESSION
+    from assay.host.host import Host as Host
 
 __all__ = [
     "DEFAULT_SESSION",
@@ -13,3 +21,21 @@ __all__ = [
     "Host",
     "load_application",
 ]
+
+# Loaded on first use: the command line reads a constant from here without loading the host.
+_WHERE = {
+    "Application": "assay.host.application",
+    "ConnectContext": "assay.host.application",
+    "Connection": "assay.host.application",
+    "load_application": "assay.host.application",
+    "DurableEvidence": "assay.host.evidence",
+    "DEFAULT_SESSION": "assay.host.host",
+    "Host": "assay.host.host",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'assay.host' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -18,11 +18,10 @@ from assay.clock import Clock
 from assay.errors import ApplicationError
 from assay.graph.graph import NavigationGraph
 from assay.graph.session import Handler
+from assay.host.defaults import DEFAULT_APPLICATION
 from assay.redaction import Redaction
 from assay.state.store import StateStore
 from assay.state.substrate import Substrate
-
-DEFAULT_APPLICATION = "assay.examples.outpost:APPLICATION"
 
 
 @dataclass

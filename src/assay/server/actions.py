@@ -23,11 +23,12 @@ from assay.host.wire import (
     TransitionAnswer,
     VerifyRequest,
 )
-from assay.server.auth import Principal, Scope, authorize, require
+from assay.server.auth import Principal, authorize, require
 from assay.server.declared import errors
 from assay.server.problems import ActionProblem, VerifyProblem, action_problem, verify_problem
 from assay.server.query import known_query, reject_query
 from assay.server.state import host_of
+from assay.server.tokens import Scope
 from assay.verify.outcome import VerificationOutcome
 
 router = APIRouter(prefix="/v1", tags=["actions"], dependencies=[Depends(known_query)])

@@ -19,8 +19,9 @@ from assay.host import Host
 from assay.host.wire import VerifyRequest
 from assay.server import actions, ledger, problems, sessions, state
 from assay.server import workflows as workflow_routes
-from assay.server.auth import Authenticator, Scope, Token, authorize
+from assay.server.auth import Authenticator, authorize
 from assay.server.declared import shape_openapi
+from assay.server.tokens import Scope, Token
 from assay.timeline import timeline_routes
 from assay.workflow.service import Workflows
 

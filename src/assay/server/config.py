@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from assay.errors import RequestError
-from assay.host.application import DEFAULT_APPLICATION
+from assay.host.defaults import DEFAULT_APPLICATION
 from assay.ledger.url import DEFAULT_URL
-from assay.server.auth import TOKEN_FORM, Token, parse_scopes
+from assay.server.tokens import TOKEN_FORM, Token, parse_scopes
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765

@@ -17,10 +17,11 @@ from assay.host.wire import EntryView
 from assay.ledger.entry import Entry
 from assay.ledger.proof import ConsistencyProof, InclusionProof, TreeHead
 from assay.ledger.verification import LedgerReport
-from assay.server.auth import Principal, Scope, require
+from assay.server.auth import Principal, require
 from assay.server.declared import errors
 from assay.server.query import known_query
 from assay.server.state import host_of
+from assay.server.tokens import Scope
 
 router = APIRouter(prefix="/v1/ledger", tags=["ledger"], dependencies=[Depends(known_query)])
 

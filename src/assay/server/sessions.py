@@ -8,10 +8,11 @@ from fastapi import APIRouter, Body, Depends, Path
 
 from assay.host import Host
 from assay.host.wire import ActionList, SessionInfo, SessionRequest
-from assay.server.auth import Principal, Scope, require
+from assay.server.auth import Principal, require
 from assay.server.declared import errors
 from assay.server.query import known_query
 from assay.server.state import host_of
+from assay.server.tokens import Scope
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"], dependencies=[Depends(known_query)])
 

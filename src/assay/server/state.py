@@ -8,9 +8,10 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from assay.host import Host
 from assay.host.wire import ReportReceipt, ReportRequest
-from assay.server.auth import Principal, Scope, require
+from assay.server.auth import Principal, require
 from assay.server.declared import errors
 from assay.server.query import known_query
+from assay.server.tokens import Scope
 from assay.state.substrate import SubstrateState
 
 router = APIRouter(prefix="/v1", tags=["state"], dependencies=[Depends(known_query)])

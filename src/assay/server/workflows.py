@@ -15,9 +15,10 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.errors import NotFoundError
-from assay.server.auth import Principal, Scope, require
+from assay.server.auth import Principal, require
 from assay.server.declared import errors
 from assay.server.query import known_query
+from assay.server.tokens import Scope
 from assay.workflow.run import RunRecord
 from assay.workflow.service import Workflows
 
