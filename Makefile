@@ -58,6 +58,7 @@ bench: setup
 	.venv/bin/python bench/ledger.py
 	.venv/bin/python bench/http_verify.py
 	.venv/bin/python bench/mcp_verify.py
+	.venv/bin/python bench/load.py
 
 clean:
 	rm -rf .venv .tools
