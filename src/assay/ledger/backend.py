@@ -14,11 +14,11 @@ them; ``stored_rows``/``stored_checkpoints`` give every row exactly as the store
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
-from typing import Final, Self
+from typing import Any, Final, Self
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import ValidationError
@@ -68,6 +68,14 @@ class StoredCheckpoint:
                 f"checkpoint {self.number}: field {field!r} is malformed: {first['msg']}",
                 field=field,
             ) from None
+
+
+def stored_checkpoints_of(rows: Iterable[Sequence[Any]]) -> list[StoredCheckpoint]:
+    """Rows of ``(number, *CHECKPOINT_FIELDS)``, as a store reads them, as checkpoints."""
+    return [
+        StoredCheckpoint(number, dict(zip(CHECKPOINT_FIELDS, fields, strict=True)))
+        for number, *fields in rows
+    ]
 
 
 def checkpoint_fields(checkpoint: Checkpoint) -> tuple[object, ...]:

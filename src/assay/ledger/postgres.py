@@ -23,13 +23,13 @@ from psycopg import sql
 from assay.errors import LedgerError
 from assay.ledger.backend import (
     BATCH,
-    CHECKPOINT_FIELDS,
     COLUMNS,
     EntryFilter,
     StoredCheckpoint,
     StoredRow,
     checkpoint_fields,
     hide_password,
+    stored_checkpoints_of,
 )
 from assay.ledger.checkpoint import Checkpoint
 from assay.ledger.entry import GENESIS_HASH, Entry, EntryDraft, entry_from_canonical, seal_all
@@ -220,10 +220,7 @@ class PostgresBackend(GroupCommittedBackend):
             ),
             (),
         )
-        return [
-            StoredCheckpoint(number, dict(zip(CHECKPOINT_FIELDS, fields, strict=True)))
-            for number, *fields in rows
-        ]
+        return stored_checkpoints_of(rows)
 
     def close(self) -> None:
         with self._read_lock:

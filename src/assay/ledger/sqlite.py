@@ -29,6 +29,7 @@ from assay.ledger.backend import (
     StoredCheckpoint,
     StoredRow,
     checkpoint_fields,
+    stored_checkpoints_of,
 )
 from assay.ledger.checkpoint import Checkpoint
 from assay.ledger.entry import GENESIS_HASH, Entry, EntryDraft, entry_from_canonical, seal_all
@@ -231,10 +232,7 @@ class SQLiteBackend(GroupCommittedBackend):
             "ORDER BY number",
             (),
         )
-        return [
-            StoredCheckpoint(number, dict(zip(CHECKPOINT_FIELDS, fields, strict=True)))
-            for number, *fields in rows
-        ]
+        return stored_checkpoints_of(rows)
 
     def close(self) -> None:
         with self._read_lock:
