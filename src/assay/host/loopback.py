@@ -12,6 +12,10 @@ import uvicorn
 
 from assay.errors import ApplicationError
 
+KEEP_ALIVE_S = 75
+"""How long an idle keep-alive connection stays open: longer than clients keep theirs (httpx:
+5 s, uvicorn's own default), so a client never reuses a connection the server is closing."""
+
 
 class _EmbeddedServer(uvicorn.Server):
     """uvicorn inside a loop someone else runs: the signals stay that program's own."""
@@ -43,6 +47,7 @@ class LoopbackServer:
             log_level="warning",
             access_log=False,
             lifespan="on" if lifespan else "off",
+            timeout_keep_alive=KEEP_ALIVE_S,
         )
         self.name = name
         self._server = _EmbeddedServer(config)

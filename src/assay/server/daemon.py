@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 import uvicorn
 
 from assay.host import Host, load_application
+from assay.host.loopback import KEEP_ALIVE_S
 from assay.ledger.backend import hide_password
 from assay.ledger.url import open_ledger
 from assay.redaction import Redaction
@@ -52,6 +53,7 @@ async def run(config: ServerConfig, *, ready: Callable[[str], None] | None = Non
                     lifespan="off",
                     log_level=config.log_level,
                     access_log=config.access_log,
+                    timeout_keep_alive=KEEP_ALIVE_S,
                 )
             )
             announce = asyncio.get_running_loop().create_task(_announce(server, config, ready))
