@@ -279,7 +279,7 @@ def main() -> int:
     print(
         f"POST /v1/verify, {options.concurrency} concurrent keep-alive clients, "
         f"{options.seconds:g} s after {options.warmup:g} s warm-up; uvicorn {uvicorn.__version__}, "
-        "1 worker, loop/http auto (uvloop, httptools), Python "
+        "1 worker, asyncio's own loop (as assay serve runs) and httptools, Python "
         f"{sys.version.split()[0]}, {os.cpu_count()} CPUs"
     )
     with tempfile.TemporaryDirectory() as folder:

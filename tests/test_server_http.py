@@ -12,11 +12,13 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
 
 from assay.examples.outpost import APPLICATION, Outpost, outpost_connector
 from assay.host import Application
 from assay.ledger.proof import ConsistencyProof, InclusionProof
-from http_daemon import serving
+from assay.server import create_app
+from http_daemon import TOKENS, bearer, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -287,3 +289,40 @@ async def _until(
     while not condition((await client.get("/v1/state")).json()):
         assert loop.time() < deadline, "the state did not come about in time"
         await asyncio.sleep(0.05)
+
+
+async def test_verify_answers_alike_ahead_of_the_router_and_through_it(outpost: Outpost) -> None:
+    # The daemon answers POST /v1/verify before FastAPI's router sees it; the route declared
+    # in the router must give the very same answers, errors and scopes included.
+    requests: list[tuple[dict[str, Any], dict[str, str], str]] = [
+        ({"expression": "inbox.unread === 3", "timeout_ms": 0}, bearer("reader"), ""),
+        ({"expression": "inbox.unread === 0", "timeout_ms": 0}, bearer("admin"), ""),
+        ({"expression": "inbox.unread >= "}, bearer("reader"), ""),
+        ({"expression": "true", "timing_ms": 0}, bearer("reader"), ""),
+        ({"expression": "true"}, bearer("reader"), "?wait=1"),
+        ({"expression": "true"}, {}, ""),
+        ({"expression": "true"}, bearer("actor"), ""),
+        ({"expression": "true", "session": "nope"}, bearer("reader"), ""),
+    ]
+    async with serving(_outpost(outpost)) as served:
+        daemon = create_app(served.host, tokens=TOKENS)
+
+        async def router_only(scope: Any, receive: Any, send: Any) -> None:
+            await FastAPI.__call__(daemon, scope, receive, send)
+
+        answers: list[list[tuple[int, str, Any]]] = []
+        for app in (daemon, router_only):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+                seen = []
+                for body, headers, query in requests:
+                    response = await http.post(f"/v1/verify{query}", json=body, headers=headers)
+                    seen.append(
+                        (response.status_code, response.headers["content-type"], response.json())
+                    )
+                answers.append(seen)
+        hot, routed = answers
+        assert hot == routed
+        assert [status for status, _, _ in hot] == [200, 422, 400, 400, 400, 401, 403, 404]
+        assert hot[0][1] == "application/json"
+        assert all(kind == PROBLEM for _, kind, _ in hot[1:])

@@ -13,6 +13,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from pydantic import BaseModel
+from starlette import types as asgi
 
 from assay import __version__
 from assay.host import Host
@@ -21,6 +22,7 @@ from assay.server import actions, ledger, problems, sessions, state
 from assay.server import workflows as workflow_routes
 from assay.server.auth import Authenticator, authorize
 from assay.server.declared import shape_openapi
+from assay.server.hot import PATH, serve_verify
 from assay.server.tokens import Scope, Token
 from assay.timeline import timeline_routes
 from assay.workflow.service import Workflows
@@ -42,13 +44,25 @@ class Health(BaseModel):
     version: str
 
 
+class Daemon(FastAPI):
+    """The daemon's FastAPI app; ``POST /v1/verify``, its hottest route, is answered ahead
+    of FastAPI's middleware and router by ``hot.serve_verify``, with the same answers."""
+
+    async def __call__(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send) -> None:
+        if scope["type"] == "http" and scope["path"] == PATH and scope["method"] == "POST":
+            scope["app"] = self
+            await serve_verify(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
+
+
 def create_app(
     host: Host, *, tokens: Iterable[Token] = (), workflows: Workflows | None = None
 ) -> FastAPI:
     """The HTTP API of SPEC §9 over ``host`` (already started), guarded by ``tokens``, with
     the timeline page at ``/`` and ``workflows`` runnable by name."""
     authenticator = Authenticator(tokens)
-    app = FastAPI(
+    app = Daemon(
         title="assay",
         version=__version__,
         description=DESCRIPTION,

@@ -1,0 +1,115 @@
+"""``POST /v1/verify`` answered ahead of FastAPI: the daemon's hottest route.
+
+Taking a request through FastAPI (its telemetry check, middleware layers, matching some
+thirty routes, resolving the endpoint's parameters) costs more than verifying a contract
+and recording the verdict. The daemon's app (``app.Daemon``) hands this one route straight
+to ``serve_verify``; the route declared in ``actions`` (for the OpenAPI document) answers by
+the same function. Errors are rendered by the app's own exception handlers, so a
+400, 401, 403, 404 or 503 here is the problem+json the router would have answered.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Final
+
+from fastapi import Request, Response
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+from starlette.types import Receive, Scope, Send
+
+from assay.host import Host
+from assay.host.wire import VerifyRequest
+from assay.server.auth import authorize
+from assay.server.problems import verify_problem
+from assay.server.query import reject_query
+from assay.server.tokens import Scope as TokenScope
+from assay.verify.outcome import VerificationOutcome
+
+PATH: Final = "/v1/verify"
+
+_NO_QUERY: Final[frozenset[str]] = frozenset()
+
+
+async def serve_verify(scope: Scope, receive: Receive, send: Send) -> None:
+    """Answer one ``POST /v1/verify`` (``scope["app"]`` is the daemon's app): 200 with the
+    outcome when the contract held, 422 with the outcome when it did not.
+
+    Checks the token (read scope), rejects any query parameter, validates the body as a
+    ``VerifyRequest``; other errors are rendered by the app's exception handlers. Writes the
+    ASGI messages itself: this is the daemon's hot path.
+    """
+    app = scope["app"]
+    request = Request(scope, receive)
+    try:
+        if app.state.authenticator.enabled or scope["query_string"]:
+            _check(request)
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return  # nobody is left to answer; nothing was recorded
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        outcome = await _verify(app.state.host, b"".join(chunks))
+    except Exception as error:
+        response = await _render(request, error)
+        await response(scope, receive, send)
+        return
+    if not outcome.passed:
+        await verify_problem(request, outcome)(scope, receive, send)
+        return
+    payload = outcome.model_dump_json().encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-length", b"%d" % len(payload)),
+                (b"content-type", b"application/json"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
+
+
+class Answered(Response):
+    """What the declared route returns: a response that answers by ``serve_verify``, so the
+    route answers the same whether or not ``Daemon`` intercepted the request first."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await serve_verify(scope, receive, send)
+
+
+def _check(request: Request) -> None:
+    """401/403 without a token holding the read scope; 400 for any query parameter."""
+    authorize(request, TokenScope.READ)
+    if request.scope.get("query_string"):
+        reject_query(request, _NO_QUERY)
+
+
+async def _verify(host: Host, body: bytes) -> VerificationOutcome:
+    """The body validated as a ``VerifyRequest`` (400 if not), verified by ``host``."""
+    try:
+        request = VerifyRequest.model_validate_json(body)
+    except ValidationError as error:
+        raise RequestValidationError(
+            [{**item, "loc": ("body", *item["loc"])} for item in error.errors()]
+        ) from None
+    return await host.verify(request)
+
+
+async def _render(request: Request, error: Exception) -> Response:
+    """``error`` as the app's exception handler for it renders it, the handler found by the
+    error's MRO as Starlette finds it (the app installs one for ``Exception``)."""
+    handlers = request.app.exception_handlers
+    for kind in type(error).__mro__:
+        if kind in handlers:
+            rendered = handlers[kind](request, error)
+            response: Response = await rendered if inspect.isawaitable(rendered) else rendered
+            return response
+    raise error
