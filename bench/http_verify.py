@@ -9,13 +9,14 @@ evaluates the contract on the outpost's state and stores the verdict durably in 
 ledger (SQLite by default, as ``assay serve`` does) before it answers. Target: the daemon
 at 0.6x the bare endpoint's requests/s or better.
 
-    python bench/http_verify.py [--seconds 10] [--concurrency 64] [--profile]
+    python bench/http_verify.py [--seconds 8] [--rounds 3] [--concurrency 64] [--profile]
 """
 
 import argparse
 import asyncio
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -255,8 +256,9 @@ def _measure(name: str, arguments: list[str], options: argparse.Namespace) -> di
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--warmup", type=float, default=2.0)
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of each")
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--profile", action="store_true", help="cProfile the daemon's run")
     parser.add_argument("--serve", nargs="+", help=argparse.SUPPRESS)
@@ -278,36 +280,52 @@ def main() -> int:
 
     print(
         f"POST /v1/verify, {options.concurrency} concurrent keep-alive clients, "
-        f"{options.seconds:g} s after {options.warmup:g} s warm-up; uvicorn {uvicorn.__version__}, "
-        "1 worker, asyncio's own loop (as assay serve runs) and httptools, Python "
-        f"{sys.version.split()[0]}, {os.cpu_count()} CPUs"
+        f"{options.seconds:g} s after {options.warmup:g} s warm-up, {options.rounds} alternating "
+        f"rounds; uvicorn {uvicorn.__version__}, 1 worker, asyncio's own loop (as assay serve "
+        f"runs) and httptools, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs"
     )
+    rounds: list[dict[str, dict[str, Any]]] = []
     with tempfile.TemporaryDirectory() as folder:
         profile = str(Path(folder) / "assay.prof")
-        bare = _measure("bare Starlette (constant JSON)", ["bare"], options)
-        floor = _measure("FastAPI + VerifyRequest (constant)", ["fastapi"], options)
-        sqlite = _measure(
-            "assay daemon (SQLite ledger)",
-            ["assay", f"sqlite:///{folder}/bench.db", *([profile] if options.profile else [])],
-            options,
-        )
-        memory = _measure("assay daemon (memory ledger)", ["assay", "memory:"], options)
+        for number in range(options.rounds):
+            print(f"round {number + 1}")
+            figures = {
+                "bare": _measure("bare Starlette (constant JSON)", ["bare"], options),
+                "fastapi": _measure("FastAPI + VerifyRequest (constant)", ["fastapi"], options),
+                "sqlite": _measure(
+                    "assay daemon (SQLite ledger)",
+                    ["assay", f"sqlite:///{folder}/bench-{number}.db"]
+                    + ([profile] if options.profile and number == 0 else []),
+                    options,
+                ),
+                "memory": _measure("assay daemon (memory ledger)", ["assay", "memory:"], options),
+            }
+            rounds.append(figures)
         if options.profile:
             import pstats
 
-            print("\nprofile of the daemon (SQLite ledger), by own time:")
+            print("\nprofile of the daemon (SQLite ledger, round 1), by own time:")
             pstats.Stats(profile).sort_stats("tottime").print_stats(25)
-    shipped = sqlite["rps"] / bare["rps"]
+
+    def median_ratio(name: str) -> float:
+        return float(statistics.median(r[name]["rps"] / r["bare"]["rps"] for r in rounds))
+
+    def median_us(name: str) -> float:
+        return float(statistics.median(1e6 / r[name]["rps"] for r in rounds))
+
+    shipped = median_ratio("sqlite")
     print(
-        f"\nratio (SQLite ledger, as shipped): {ratio(shipped)} the bare endpoint's req/s "
-        f"(target >= {TARGET}x: {'met' if shipped >= TARGET else 'MISSED'}); "
-        f"memory ledger: {ratio(memory['rps'] / bare['rps'])}; p99 {sqlite['p99_ms']:.2f} ms vs "
-        f"{bare['p99_ms']:.2f} ms"
+        f"\nratio, median of {options.rounds} rounds (SQLite ledger, as shipped): "
+        f"{ratio(shipped)} the bare endpoint's req/s (target >= {TARGET}x: "
+        f"{'met' if shipped >= TARGET else 'MISSED'}); per round "
+        + ", ".join(ratio(r["sqlite"]["rps"] / r["bare"]["rps"]) for r in rounds)
+        + f"; memory ledger: {ratio(median_ratio('memory'))}; "
+        f"FastAPI parsing the body alone: {ratio(median_ratio('fastapi'))}"
     )
     print(
-        "per request (1 / req/s, one server core): "
-        f"bare {1e6 / bare['rps']:.0f} us, FastAPI body parsing {1e6 / floor['rps']:.0f} us, "
-        f"daemon {1e6 / sqlite['rps']:.0f} us"
+        "per request (1 / req/s, one server core, medians): "
+        f"bare {median_us('bare'):.0f} us, FastAPI body parsing {median_us('fastapi'):.0f} us, "
+        f"daemon {median_us('sqlite'):.0f} us"
     )
     return 0
 

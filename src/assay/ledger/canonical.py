@@ -30,12 +30,6 @@ _OPTIONS: Final = (
     | orjson.OPT_PASSTHROUGH_DATACLASS
     | orjson.OPT_PASSTHROUGH_DATETIME
 )
-# Every float orjson writes has a digit followed by "." or by "e+" or "e-" (1.0, 1e-7,
-# 1.5e+300). For text with escapes (where quotes cannot be paired by splitting) these find
-# each candidate; each regex starts with a literal, which ``re`` finds quickly. In compact
-# JSON a number token follows ":", "," or "[", so a match whose digits do not is in a string.
-_FRACTIONS: Final = (re.compile(rb"\.(?<=[0-9]\.)"), re.compile(rb"e[+-](?<=[0-9]e[+-])"))
-_NUMBER_TOKEN: Final = re.compile(rb"[:,\[]-?[0-9]+")
 _BEYOND_BMP: Final = re.compile(rb"[\xf0-\xf4]")
 
 
@@ -97,17 +91,12 @@ def canonical_copy(value: Any) -> tuple[bytes, Any]:
 
 def _has_float(text: bytes) -> bool:
     """Whether orjson's ``text`` of an object, array or string holds a float token."""
-    if b"\\" not in text:
-        # No escapes, so every quote opens or closes a string: what lies between the strings
-        # is punctuation, literals and numbers, and a float is a "." or an "e+"/"e-" there.
-        between = b"".join(text.split(b'"')[::2])
-        return b"." in between or b"e+" in between or b"e-" in between
-    for fraction in _FRACTIONS:
-        for match in fraction.finditer(text):
-            end = match.start()
-            start = max(
-                text.rfind(b":", 0, end), text.rfind(b",", 0, end), text.rfind(b"[", 0, end)
-            )
-            if start >= 0 and _NUMBER_TOKEN.fullmatch(text, start, end):
-                return True
-    return False
+    if b"\\" in text:
+        # Escapes occur only inside strings. Dropping each escaped backslash, then each
+        # escaped quote (left to right, as a parser pairs them), leaves every quote opening
+        # or closing a string; the numbers outside strings are untouched.
+        text = text.replace(b"\\\\", b"").replace(b'\\"', b"")
+    # Every quote now opens or closes a string: what lies between the strings is
+    # punctuation, literals and numbers, and a float is a "." or an "e+"/"e-" there.
+    between = b"".join(text.split(b'"')[::2])
+    return b"." in between or b"e+" in between or b"e-" in between

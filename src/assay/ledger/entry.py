@@ -129,7 +129,8 @@ class EntryDraft:
                 field="body",
             ) from None
         session, run, transition = ids
-        object.__setattr__(self, "kind", EntryKind(self.kind).value)
+        if type(self.kind) is not str:
+            object.__setattr__(self, "kind", EntryKind(self.kind).value)  # a plain str
         object.__setattr__(self, "body", body)
         # Pieces of the canonical JSON of the sealed entry, in RFC 8785 key order (body, hash,
         # kind, prev_hash, run, seq, session, timestamp, transition), so ``seal`` need not

@@ -60,10 +60,14 @@ END;
 CREATE TRIGGER IF NOT EXISTS ledger_entries_no_delete BEFORE DELETE ON ledger_entries
 BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY.format(table="ledger_entries", operation="DELETE")}');
 END;
+-- The entry before NEW must be stored and be the one NEW links to (entry 1 links to the
+-- genesis hash, into an empty table); with seq unique, the entries stay 1..n, gapless.
+-- One primary-key lookup per row.
 CREATE TRIGGER IF NOT EXISTS ledger_entries_in_order BEFORE INSERT ON ledger_entries
-WHEN NEW.seq IS NOT (SELECT COALESCE(MAX(seq), 0) + 1 FROM ledger_entries)
-  OR NEW.prev_hash IS NOT COALESCE(
-      (SELECT hash FROM ledger_entries ORDER BY seq DESC LIMIT 1), '{GENESIS_HASH}')
+WHEN NEW.prev_hash IS NOT COALESCE(
+    (SELECT hash FROM ledger_entries WHERE seq = NEW.seq - 1),
+    CASE WHEN NEW.seq = 1 AND NOT EXISTS (SELECT 1 FROM ledger_entries)
+    THEN '{GENESIS_HASH}' END)
 BEGIN SELECT RAISE(ABORT,
     'assay ledger: a new entry must take the next seq and link to the last entry''s hash');
 END;
@@ -88,7 +92,12 @@ END;
 _ROW_COLUMNS: Final = ", ".join(("seq", *COLUMNS, "entry"))
 _INSERT: Final = f"INSERT INTO ledger_entries ({_ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _HEAD: Final = "SELECT seq, hash FROM ledger_entries ORDER BY seq DESC LIMIT 1"
-_OUT_OF_ORDER: Final = "a new entry must take the next seq"
+_HEAD_MOVED: Final = (
+    "a new entry must take the next seq",
+    "UNIQUE constraint failed: ledger_entries.seq",
+)
+"""What refusing a batch sealed after a stale head says: its first entry links to a hash
+that is not its predecessor's, or takes a seq another writer already took."""
 _ONE_STATEMENT_ROWS: Final = 1000
 """The most rows written by one multi-row INSERT (9 columns each: well within SQLite's limit
 of 32,766 parameters); a larger batch is written row by row in one transaction."""
@@ -270,7 +279,7 @@ class SQLiteBackend(GroupCommittedBackend):
                 # trigger refuses it, storing nothing, if another process moved the head.
                 self._writer.execute(_insert_rows(len(entries)), _row_values(entries))
             except sqlite3.IntegrityError as exc:
-                if _OUT_OF_ORDER not in str(exc):
+                if not any(sign in str(exc) for sign in _HEAD_MOVED):
                     raise
             else:
                 self._head = (entries[-1].seq, entries[-1].hash)

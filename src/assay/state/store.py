@@ -152,6 +152,8 @@ class StateStore:
         From the change log when both are among this store's last ``history`` versions
         (cost: the changed paths); otherwise by diffing, which skips shared subtrees.
         """
+        if old is new:
+            return []
         if old.version > new.version:
             steps = self._steps(new, old)
             if steps is not None:

@@ -81,12 +81,13 @@ class Substrate:
         )
         self.redaction = redaction or Redaction.none()
         self._task: asyncio.Task[None] | None = None
+        fastest = min((probe.interval for probe in self.probes), default=None)
+        self._poll_interval_ms = None if fastest is None else round(fastest * 1000)
 
     @property
     def poll_interval_ms(self) -> int | None:
         """The fastest probe's interval, which is how often pulled state can change."""
-        fastest = min((probe.interval for probe in self.probes), default=None)
-        return None if fastest is None else round(fastest * 1000)
+        return self._poll_interval_ms
 
     def _sink(self, name: str, values: dict[str, Any]) -> None:
         self.store.set(values, source=name)

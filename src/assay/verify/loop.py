@@ -159,7 +159,8 @@ def _outcome(
         changed=changed,
         redaction=redaction,
     )
-    return VerificationOutcome(
+    # Every field is built here from checked values: no validation pass is needed.
+    return VerificationOutcome.model_construct(
         passed=passed,
         expression=predicate.source,
         result=check.result,

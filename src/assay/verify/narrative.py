@@ -88,8 +88,11 @@ class _Read:
         self.segments = parse_path(key)
         self.redaction = observation.redaction
         self.before = read_path(observation.before, self.segments)
-        self.after = read_path(observation.after, self.segments)
-        self.changed = not _same(self.before, self.after)
+        if observation.after is observation.before:
+            self.after, self.changed = self.before, False
+        else:
+            self.after = read_path(observation.after, self.segments)
+            self.changed = not _same(self.before, self.after)
 
     def render(self, read: PathRead) -> str:
         if not read.found:
