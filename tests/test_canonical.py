@@ -81,8 +81,8 @@ class _Size(enum.IntEnum):
         {"f": 1.0, "g": 1e21, "h": -0.0},
         # Floats after strings that end in escapes: the float check must pair the quotes.
         ["\\", 1.0],
-        {"a\\": 2.0, "b\\\"": [3.0], "c": "\\\"1.5\\"},
-        ["\"", "\\\\", 1e21],
+        {"a\\": 2.0, 'b\\"': [3.0], "c": '\\"1.5\\'},
+        ['"', "\\\\", 1e21],
         {1: "int key"},
         ("a", "tuple"),
         "\ud800",

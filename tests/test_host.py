@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from assay.examples.outpost import APPLICATION, Outpost, outpost_connector
 from assay.graph import build_navigation_graph
 from assay.host import Application, DurableEvidence, Host
 from assay.host.wire import ActionRequest, ReportRequest, VerifyRequest
-from assay.ledger import Ledger
+from assay.ledger import Ledger, SQLiteBackend
 from assay.ledger.memory import MemoryBackend
 
 pytestmark = pytest.mark.anyio
@@ -138,9 +139,15 @@ async def test_state_selects_keys_and_reports_wake_sessions(
     assert verdict.body["outcome"]["passed"] is True
 
 
-async def test_durable_evidence_keeps_order_and_answers_after_storing() -> None:
-    ledger = Ledger(MemoryBackend())
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+async def test_durable_evidence_keeps_order_and_answers_after_storing(
+    store: str, tmp_path: Path
+) -> None:
+    # Memory is stored to at once on the caller's thread; SQLite through the writer thread.
+    backend = MemoryBackend() if store == "memory" else SQLiteBackend(tmp_path / "ledger.db")
+    ledger = Ledger(backend)
     evidence = DurableEvidence(ledger)
+    assert evidence.inline is (store == "memory")
     tickets = [evidence.append("fire", {"n": n}, session="s") for n in range(1000)]
     await evidence.durable(tickets[499])
     assert ledger.size >= 500
@@ -149,6 +156,7 @@ async def test_durable_evidence_keeps_order_and_answers_after_storing() -> None:
     assert evidence.pending == 0
     evidence.close()
     assert ledger.verify().ok
+    ledger.close()
 
 
 async def test_the_outpost_journey_through_the_host() -> None:

@@ -5,7 +5,8 @@ server those run on the event loop, where a disk sync would stall every other re
 ``append`` only validates, redacts and queues the entry (a malformed one raises at once and
 nothing is queued); one writer thread stores the queue in order, in batches, one durable
 commit per batch. A port answers a caller only after ``await durable()``, so nothing it
-acknowledges can be lost to a crash.
+acknowledges can be lost to a crash. A ledger whose appends never wait (memory) is stored
+to at once, on the caller's thread, with no writer thread at all.
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ class DurableEvidence:
         self._failure: LedgerError | None = None
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._closing = False
+        self.inline = not ledger.backend.appends_wait  # stored at once, no writer thread
         self._writer = threading.Thread(target=self._run, name="assay evidence", daemon=True)
-        self._writer.start()
+        if not self.inline:
+            self._writer.start()
 
     def append(
         self,
@@ -53,6 +56,10 @@ class DurableEvidence:
         with self._wake:
             if self._failure is not None:
                 raise self._failure
+            if self.inline:
+                self._store([draft])
+                self._queued += 1
+                return self._queued
             self._queue.append(draft)
             self._queued += 1
             self._wake.notify()
@@ -83,7 +90,8 @@ class DurableEvidence:
         with self._wake:
             self._closing = True
             self._wake.notify()
-        self._writer.join()
+        if not self.inline:
+            self._writer.join()
 
     def _run(self) -> None:
         while True:
@@ -93,13 +101,19 @@ class DurableEvidence:
                 if not self._queue:
                     return
                 batch = [self._queue.popleft() for _ in range(min(_BATCH, len(self._queue)))]
-            try:
-                self.ledger.store(batch)
-            except Exception as error:
-                failure = error if isinstance(error, LedgerError) else LedgerError(str(error))
-                self._fail(failure)
+            if not self._store(batch):
                 return
-            self._stored_up_to(len(batch))
+
+    def _store(self, batch: list[EntryDraft]) -> bool:
+        """Store ``batch`` and wake whoever waits on it; ``False`` once storing failed."""
+        try:
+            self.ledger.store(batch)
+        except Exception as error:
+            failure = error if isinstance(error, LedgerError) else LedgerError(str(error))
+            self._fail(failure)
+            return False
+        self._stored_up_to(len(batch))
+        return True
 
     def _stored_up_to(self, count: int) -> None:
         with self._wake:

@@ -184,6 +184,10 @@ def _moment(value: datetime | str | None, name: str) -> str | None:
 class LedgerBackend(ABC):
     """Storage for one ledger. Thread-safe; ``close`` releases it (also on ``with`` exit)."""
 
+    appends_wait: bool = True
+    """Whether ``append`` waits on a disk or a server (a sync, a round trip). Where it does
+    not (memory), an event loop may append itself instead of handing entries to a thread."""
+
     @property
     @abstractmethod
     def url(self) -> str:

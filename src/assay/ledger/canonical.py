@@ -31,6 +31,10 @@ _OPTIONS: Final = (
     | orjson.OPT_PASSTHROUGH_DATETIME
 )
 _BEYOND_BMP: Final = re.compile(rb"[\xf0-\xf4]")
+# In compact JSON a number follows ":", "," or "[", and a float has a "." or an exponent
+# after its first digits (1.0, -0.5, 1e-07, 1.5e+300): text without this has no float.
+# Text inside strings may match too; ``_has_float`` then looks closer.
+_FLOAT_CANDIDATE: Final = re.compile(rb"[:,\[]-?[0-9]+[.eE]")
 
 
 def _unwritable(value: object) -> Any:
@@ -91,6 +95,8 @@ def canonical_copy(value: Any) -> tuple[bytes, Any]:
 
 def _has_float(text: bytes) -> bool:
     """Whether orjson's ``text`` of an object, array or string holds a float token."""
+    if _FLOAT_CANDIDATE.search(text) is None:
+        return False  # every float token orjson writes would match, so there is none
     if b"\\" in text:
         # Escapes occur only inside strings. Dropping each escaped backslash, then each
         # escaped quote (left to right, as a parser pairs them), leaves every quote opening

@@ -93,31 +93,25 @@ class EntryDraft:
     _rest: bytes = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.kind, str) or self.kind not in KINDS:
-            raise LedgerEntryError(
-                f"kind must be one of {', '.join(sorted(KINDS))}, not {self.kind!r}",
-                field="kind",
-            )
-        if not isinstance(self.timestamp, str) or not _TIMESTAMP.fullmatch(self.timestamp):
+        kind = self.kind
+        if type(kind) is not str or kind not in KINDS:
+            if not isinstance(kind, str) or kind not in KINDS:
+                raise LedgerEntryError(
+                    f"kind must be one of {', '.join(sorted(KINDS))}, not {kind!r}",
+                    field="kind",
+                )
+            kind = EntryKind(kind).value  # a plain str
+            object.__setattr__(self, "kind", kind)
+        timestamp = self.timestamp
+        if type(timestamp) is not str or not _TIMESTAMP.fullmatch(timestamp):
             raise LedgerEntryError(
                 "timestamp must be RFC 3339 UTC text like 2026-01-01T00:00:00.000000Z "
-                f"(see format_timestamp), not {self.timestamp!r}",
+                f"(see format_timestamp), not {timestamp!r}",
                 field="timestamp",
             )
-        ids: list[bytes] = []
-        for name in _IDS:
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise LedgerEntryError(
-                    f"{name} must be a string or None, not {type(value).__name__}", field=name
-                )
-            try:
-                ids.append(canonical_json(value))
-            except ValueError:
-                raise LedgerEntryError(
-                    f"{name} {value!r} is not valid Unicode text (it holds a lone surrogate)",
-                    field=name,
-                ) from None
+        session = _id_json("session", self.session)
+        run = _id_json("run", self.run)
+        transition = _id_json("transition", self.transition)
         try:
             body_json, body = canonical_copy(self.body)
         except (ValueError, TypeError, RecursionError) as exc:
@@ -128,9 +122,6 @@ class EntryDraft:
                 "±2**53, booleans, null)",
                 field="body",
             ) from None
-        session, run, transition = ids
-        if type(self.kind) is not str:
-            object.__setattr__(self, "kind", EntryKind(self.kind).value)  # a plain str
         object.__setattr__(self, "body", body)
         # Pieces of the canonical JSON of the sealed entry, in RFC 8785 key order (body, hash,
         # kind, prev_hash, run, seq, session, timestamp, transition), so ``seal`` need not
@@ -141,8 +132,25 @@ class EntryDraft:
             self,
             "_rest",
             b',"session":%s,"timestamp":"%s","transition":%s}'
-            % (session, self.timestamp.encode(), transition),
+            % (session, timestamp.encode(), transition),
         )
+
+
+def _id_json(name: str, value: object) -> bytes:
+    """The canonical JSON of an id field: a string or null; ``LedgerEntryError`` if not."""
+    if value is None:
+        return b"null"
+    if not isinstance(value, str):
+        raise LedgerEntryError(
+            f"{name} must be a string or None, not {type(value).__name__}", field=name
+        )
+    try:
+        return canonical_json(value)
+    except ValueError:
+        raise LedgerEntryError(
+            f"{name} {value!r} is not valid Unicode text (it holds a lone surrogate)",
+            field=name,
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)

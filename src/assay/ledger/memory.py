@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from assay.errors import LedgerError
 from assay.ledger.backend import (
@@ -20,11 +21,14 @@ from assay.ledger.entry import GENESIS_HASH, Entry, EntryDraft, seal_all
 class MemoryBackend(LedgerBackend):
     """Entries in a Python list; gone when the process ends, so "durable" means stored."""
 
+    appends_wait = False
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._entries: list[Entry] = []
         self._checkpoints: list[Checkpoint] = []
         self._closed = False
+        self._listeners: list[Callable[[list[Entry]], None]] = []
 
     @property
     def url(self) -> str:
@@ -36,7 +40,17 @@ class MemoryBackend(LedgerBackend):
             head = self._entries[-1].hash if self._entries else GENESIS_HASH
             entries = seal_all(list(drafts), len(self._entries), head)
             self._entries.extend(entries)
-            return entries
+            listeners = list(self._listeners)
+        # Outside the lock (a listener may read this backend); stored entries stay stored
+        # whatever a listener does.
+        for listener in listeners:
+            with contextlib.suppress(Exception):
+                listener(entries)
+        return entries
+
+    def add_commit_listener(self, listener: Callable[[list[Entry]], None]) -> None:
+        with self._lock:
+            self._listeners.append(listener)
 
     def read(self, start: int, stop: int) -> list[Entry]:
         with self._lock:

@@ -159,8 +159,7 @@ def _outcome(
         changed=changed,
         redaction=redaction,
     )
-    # Every field is built here from checked values: no validation pass is needed.
-    return VerificationOutcome.model_construct(
+    return VerificationOutcome(
         passed=passed,
         expression=predicate.source,
         result=check.result,
