@@ -326,3 +326,25 @@ async def test_verify_answers_alike_ahead_of_the_router_and_through_it(outpost: 
         assert [status for status, _, _ in hot] == [200, 422, 400, 400, 400, 401, 403, 404]
         assert hot[0][1] == "application/json"
         assert all(kind == PROBLEM for _, kind, _ in hot[1:])
+
+
+async def test_ledger_entries_are_filtered_by_time(client: httpx.AsyncClient) -> None:
+    for index in range(3):
+        await client.post("/v1/verify", json={"expression": f"inbox.unread >= {index}"})
+    verdicts = (await client.get("/v1/ledger/entries", params={"kind": "verdict"})).json()
+    assert len(verdicts) == 3
+    middle = verdicts[1]["timestamp"]
+    assert middle > verdicts[0]["timestamp"]  # microsecond stamps, appended in order
+    since = await client.get("/v1/ledger/entries", params={"kind": "verdict", "since": middle})
+    assert [e["seq"] for e in since.json()] == [v["seq"] for v in verdicts[1:]]
+    until = await client.get("/v1/ledger/entries", params={"kind": "verdict", "until": middle})
+    assert [e["seq"] for e in until.json()] == [verdicts[0]["seq"]]
+    offset = middle.replace("Z", "+00:00")
+    same = await client.get("/v1/ledger/entries", params={"kind": "verdict", "since": offset})
+    assert same.json() == since.json()
+    naive = await client.get("/v1/ledger/entries", params={"since": "2026-01-01T00:00:00"})
+    assert _problem(naive, 400, "bad-request")["field"] == "since"
+    garbled = await client.get("/v1/ledger/entries", params={"until": "yesterday"})
+    body = _problem(garbled, 400, "bad-request")
+    assert body["field"] == "until"
+    assert "RFC 3339" in body["detail"]

@@ -37,6 +37,7 @@ class DurableEvidence:
         self._failure: LedgerError | None = None
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._closing = False
+        self._writer_waiting = False  # the writer waits for entries: wake it (lock held)
         self.inline = not ledger.backend.appends_wait  # stored at once, no writer thread
         self._writer = threading.Thread(target=self._run, name="assay evidence", daemon=True)
         if not self.inline:
@@ -62,7 +63,8 @@ class DurableEvidence:
                 return self._queued
             self._queue.append(draft)
             self._queued += 1
-            self._wake.notify()
+            if self._writer_waiting:
+                self._wake.notify()
             return self._queued
 
     async def durable(self, ticket: int | None = None) -> None:
@@ -97,7 +99,9 @@ class DurableEvidence:
         while True:
             with self._wake:
                 while not self._queue and not self._closing:
+                    self._writer_waiting = True
                     self._wake.wait()
+                    self._writer_waiting = False
                 if not self._queue:
                     return
                 batch = [self._queue.popleft() for _ in range(min(_BATCH, len(self._queue)))]

@@ -178,6 +178,12 @@ def _moment(value: datetime | str | None, name: str) -> str | None:
                 f"{name} must be an RFC 3339 time like 2026-01-01T00:00:00Z, not {value!r}",
                 field=name,
             ) from None
+    if value.tzinfo is None:
+        raise LedgerEntryError(
+            f"{name} must say its time zone (2026-01-01T00:00:00Z or +00:00), not "
+            f"{value.isoformat()!r}",
+            field=name,
+        )
     return format_timestamp(value)
 
 

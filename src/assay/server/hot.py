@@ -40,10 +40,9 @@ async def serve_verify(scope: Scope, receive: Receive, send: Send) -> None:
     ASGI messages itself: this is the daemon's hot path.
     """
     app = scope["app"]
-    request = Request(scope, receive)
     try:
         if app.state.authenticator.enabled or scope["query_string"]:
-            _check(request)
+            _check(Request(scope, receive))
         chunks: list[bytes] = []
         while True:
             message = await receive()
@@ -54,11 +53,11 @@ async def serve_verify(scope: Scope, receive: Receive, send: Send) -> None:
                 break
         outcome = await _verify(app.state.host, b"".join(chunks))
     except Exception as error:
-        response = await _render(request, error)
+        response = await _render(Request(scope, receive), error)
         await response(scope, receive, send)
         return
     if not outcome.passed:
-        await verify_problem(request, outcome)(scope, receive, send)
+        await verify_problem(Request(scope, receive), outcome)(scope, receive, send)
         return
     payload = outcome.model_dump_json().encode()
     await send(

@@ -35,7 +35,7 @@ MAX_LIMIT: Final = 1000
     "/entries",
     response_model=list[EntryView],
     responses=errors(),
-    summary="Entries in seq order, after a seq, filtered by kind, session, transition, run",
+    summary="Entries in seq order, after a seq, filtered by kind, session, transition, run, time",
 )
 def entries(
     *,
@@ -49,10 +49,25 @@ def entries(
     session: Id = None,
     transition: Id = None,
     run: Id = None,
+    since: Annotated[
+        str | None,
+        Query(max_length=40, description="only entries at or after this RFC 3339 time"),
+    ] = None,
+    until: Annotated[
+        str | None, Query(max_length=40, description="only entries before this RFC 3339 time")
+    ] = None,
 ) -> list[EntryView]:
-    """Page on with ``after`` = the last seq received."""
+    """Page on with ``after`` = the last seq received. Times carry a zone
+    (``2026-01-01T00:00:00Z``); ``since`` is inclusive, ``until`` exclusive."""
     found = host.ledger.query(
-        after=after, limit=limit, kind=kind, session=session, transition=transition, run=run
+        after=after,
+        limit=limit,
+        kind=kind,
+        session=session,
+        transition=transition,
+        run=run,
+        since=since,
+        until=until,
     )
     return [_view(entry) for entry in found]
 
