@@ -23,6 +23,7 @@ from assay.host.loopback import LoopbackServer
 from assay.ledger import Ledger
 from assay.ledger.memory import MemoryBackend
 from assay.server import Token, create_app
+from assay.server.config import DEFAULT_MAX_BODY_BYTES
 from assay.workflow.definition import Workflow
 from assay.workflow.examples import COMPETITOR_DEEP_DIVE
 from assay.workflow.service import Workflows
@@ -63,12 +64,13 @@ async def serving(
     *,
     tokens: Iterable[Token] = (),
     ledger: Ledger | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> AsyncIterator[Served]:
     """Host ``application`` and serve it over HTTP in this event loop."""
     ledger = ledger or Ledger(MemoryBackend())
     async with Host(application, ledger) as host:
         workflows = Workflows(ledger, workflows=[Workflow.from_mapping(COMPETITOR_DEEP_DIVE)])
-        app = create_app(host, tokens=tokens, workflows=workflows)
+        app = create_app(host, tokens=tokens, workflows=workflows, max_body_bytes=max_body_bytes)
         async with LoopbackServer(app, name="assay") as server:
             yield Served(server.url, host)
 

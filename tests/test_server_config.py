@@ -93,6 +93,22 @@ def test_bad_files_name_the_setting(tmp_path: Path) -> None:
         load_config({}, {}, tmp_path / "missing.toml")
 
 
+def test_the_body_limit_comes_from_a_flag_the_environment_or_the_file(tmp_path: Path) -> None:
+    file = tmp_path / "assay.toml"
+    file.write_text("max_body_bytes = 4096\n")
+    assert load_config({}, {}).max_body_bytes == 16 * 2**20
+    assert load_config({}, {}, file).max_body_bytes == 4096
+    assert load_config({}, {"ASSAY_MAX_BODY_BYTES": "2048"}, file).max_body_bytes == 2048
+    assert load_config({"max_body_bytes": 1024}, {}, file).max_body_bytes == 1024
+    with pytest.raises(RequestError, match=r"ASSAY_MAX_BODY_BYTES must be a number of bytes"):
+        load_config({}, {"ASSAY_MAX_BODY_BYTES": "lots"})
+    with pytest.raises(RequestError, match=r"max_body_bytes must be 1 or more, not 0"):
+        load_config({"max_body_bytes": 0}, {})
+    file.write_text('max_body_bytes = "big"\n')
+    with pytest.raises(RequestError, match=r"max_body_bytes must be a TOML integer, not str"):
+        load_config({}, {}, file)
+
+
 def test_the_command_refuses_an_open_public_bind_with_exit_2() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "assay", "serve", "--host", "0.0.0.0", "--ledger", "memory:"],

@@ -348,3 +348,22 @@ async def test_ledger_entries_are_filtered_by_time(client: httpx.AsyncClient) ->
     body = _problem(garbled, 400, "bad-request")
     assert body["field"] == "until"
     assert "RFC 3339" in body["detail"]
+
+
+async def test_bodies_over_the_limit_are_413_and_change_nothing(outpost: Outpost) -> None:
+    async with (
+        serving(_outpost(outpost), max_body_bytes=1000) as served,
+        httpx.AsyncClient(base_url=served.url, timeout=30) as http,
+    ):
+        padding = "x" * 1000
+        verify = await http.post("/v1/verify", json={"expression": f"'{padding}' !== ''"})
+        body = _problem(verify, 413, "")
+        assert body["title"] == "Request too large"
+        assert "1,000 bytes" in body["detail"]
+        report = await http.post("/v1/state/reports", json={"values": {"note": padding}})
+        assert "1,000 bytes" in _problem(report, 413, "")["detail"]
+        assert (await http.get("/v1/state", params={"keys": "note"})).json()["objects"] == {}
+        assert served.host.ledger.size == 0
+        fits = await http.post("/v1/verify", json={"expression": "inbox.unread === 3"})
+        assert fits.status_code == 200
+        assert served.host.ledger.size == 1

@@ -15,7 +15,14 @@ from typing import Any
 
 from assay.errors import ApplicationError, LedgerError, RequestError
 from assay.host.defaults import DEFAULT_APPLICATION
-from assay.server.config import DEFAULT_HOST, DEFAULT_PORT, ENVIRONMENT, LOG_LEVELS, load_config
+from assay.server.config import (
+    DEFAULT_HOST,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_PORT,
+    ENVIRONMENT,
+    LOG_LEVELS,
+    load_config,
+)
 from assay.server.tokens import TOKEN_FORM
 
 
@@ -56,6 +63,12 @@ def register(commands: Any) -> None:
         metavar="PATTERN",
         help="a state key pattern (inbox.sent.*.to, secrets.**) whose values are withheld "
         "everywhere; repeat for several",
+    )
+    parser.add_argument(
+        "--max-body-bytes",
+        type=int,
+        metavar="N",
+        help=f"refuse larger request bodies with 413 (default {DEFAULT_MAX_BODY_BYTES:,})",
     )
     parser.add_argument("--config", metavar="FILE", help="a TOML file with the same settings")
     parser.add_argument("--log-level", choices=LOG_LEVELS, help="default info")

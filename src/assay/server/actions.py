@@ -38,7 +38,7 @@ HostDependency = Annotated[Host, Depends(host_of)]
 @router.post(
     "/actions",
     response_model=ActionResponse,
-    responses=errors(404, 409, 422, models={409: ActionProblem, 422: ActionProblem}),
+    responses=errors(404, 409, 413, 422, models={409: ActionProblem, 422: ActionProblem}),
     summary="Fire an action, wait up to wait_ms for it to settle, answer with evidence",
 )
 async def fire(
@@ -65,7 +65,7 @@ async def fire(
 @lean.post(
     "/verify",
     response_model=VerificationOutcome,
-    responses=errors(404, 422, models={422: VerifyProblem}),
+    responses=errors(404, 413, 422, models={422: VerifyProblem}),
     summary="Check a contract against the state until it holds or the timeout passes",
     openapi_extra={
         "requestBody": {

@@ -14,6 +14,7 @@ from typing import Any
 from fastapi import FastAPI
 from pydantic import BaseModel
 from starlette import types as asgi
+from starlette.exceptions import HTTPException
 
 from assay import __version__
 from assay.host import Host
@@ -21,6 +22,7 @@ from assay.host.wire import VerifyRequest
 from assay.server import actions, ledger, problems, sessions, state
 from assay.server import workflows as workflow_routes
 from assay.server.auth import Authenticator, authorize
+from assay.server.config import DEFAULT_MAX_BODY_BYTES
 from assay.server.declared import shape_openapi
 from assay.server.hot import PATH, serve_verify
 from assay.server.tokens import Scope, Token
@@ -46,21 +48,46 @@ class Health(BaseModel):
 
 class Daemon(FastAPI):
     """The daemon's FastAPI app; ``POST /v1/verify``, its hottest route, is answered ahead
-    of FastAPI's middleware and router by ``hot.serve_verify``, with the same answers."""
+    of FastAPI's middleware and router by ``hot.serve_verify``, with the same answers. A
+    request body over ``state.max_body_bytes`` is refused with a 413 problem."""
 
     async def __call__(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send) -> None:
-        if scope["type"] == "http" and scope["path"] == PATH and scope["method"] == "POST":
-            scope["app"] = self
-            await serve_verify(scope, receive, send)
-            return
+        if scope["type"] == "http":
+            receive = _limited(receive, self.state.max_body_bytes)
+            if scope["path"] == PATH and scope["method"] == "POST":
+                scope["app"] = self
+                await serve_verify(scope, receive, send)
+                return
         await super().__call__(scope, receive, send)
 
 
+def _limited(receive: asgi.Receive, limit: int) -> asgi.Receive:
+    """``receive`` raising ``HTTPException(413)`` once the body passes ``limit`` bytes; the
+    route reading it answers with that problem (``problems``) and records nothing."""
+    size = 0
+
+    async def limited() -> asgi.Message:
+        nonlocal size
+        message = await receive()
+        if message["type"] == "http.request":
+            size += len(message.get("body", b""))
+            if size > limit:
+                raise HTTPException(413, "Content Too Large")
+        return message
+
+    return limited
+
+
 def create_app(
-    host: Host, *, tokens: Iterable[Token] = (), workflows: Workflows | None = None
+    host: Host,
+    *,
+    tokens: Iterable[Token] = (),
+    workflows: Workflows | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> FastAPI:
     """The HTTP API of SPEC §9 over ``host`` (already started), guarded by ``tokens``, with
-    the timeline page at ``/`` and ``workflows`` runnable by name."""
+    the timeline page at ``/``, ``workflows`` runnable by name, and request bodies over
+    ``max_body_bytes`` refused with 413."""
     authenticator = Authenticator(tokens)
     app = Daemon(
         title="assay",
@@ -72,6 +99,7 @@ def create_app(
     app.state.host = host
     app.state.authenticator = authenticator
     app.state.workflows = workflows
+    app.state.max_body_bytes = max_body_bytes
     problems.install(app)
     app.include_router(actions.lean)
     for module in (actions, sessions, state, ledger, workflow_routes):

@@ -25,6 +25,8 @@ from assay.server.tokens import TOKEN_FORM, Token, parse_scopes
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765
 LOG_LEVELS: Final = ("critical", "error", "warning", "info", "debug")
+DEFAULT_MAX_BODY_BYTES: Final = 16 * 2**20
+"""The largest request body the daemon reads (16 MiB: room for a whole application state)."""
 ENVIRONMENT: Final = {
     "app": "ASSAY_APP",
     "ledger": "ASSAY_LEDGER",
@@ -35,6 +37,7 @@ ENVIRONMENT: Final = {
     "access_log": "ASSAY_ACCESS_LOG",
     "workflows": "ASSAY_WORKFLOWS",
     "redact": "ASSAY_REDACT",
+    "max_body_bytes": "ASSAY_MAX_BODY_BYTES",
 }
 CONFIG_ENV: Final = "ASSAY_CONFIG"
 _FILE_KEYS: Final = tuple(ENVIRONMENT)
@@ -57,6 +60,8 @@ class ServerConfig:
     """Key patterns withheld from every answer, narrative, diff, ledger entry and log line,
     beside the application's own."""
     access_log: bool = True
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    """Larger request bodies are refused (413) before they are read whole."""
 
     @property
     def loopback(self) -> bool:
@@ -67,6 +72,11 @@ class ServerConfig:
         """Refuse settings that cannot be served safely; ``RequestError`` says what to do."""
         if not 0 <= self.port <= 65535:
             raise RequestError(f"port must be 0 to 65535, not {self.port}", field="port")
+        if self.max_body_bytes < 1:
+            raise RequestError(
+                f"max_body_bytes must be 1 or more, not {self.max_body_bytes}",
+                field="max_body_bytes",
+            )
         if self.log_level not in LOG_LEVELS:
             raise RequestError(
                 f"log level must be one of {', '.join(LOG_LEVELS)}, not {self.log_level!r}",
@@ -126,11 +136,12 @@ def _from_environment(key: str, value: str, variable: str) -> Any:
     if key == "tokens":
         texts = value.replace(";", " ").split()
         return tuple(Token.parse(text, source=variable) for text in texts)
-    if key == "port":
+    if key in ("port", "max_body_bytes"):
         try:
             return int(value)
         except ValueError:
-            raise RequestError(f"{variable} must be a port number, not {value!r}") from None
+            what = "a port number" if key == "port" else "a number of bytes"
+            raise RequestError(f"{variable} must be {what}, not {value!r}", field=key) from None
     if key == "access_log":
         return value.strip().lower() not in ("0", "false", "no", "off")
     if key == "workflows":
@@ -158,6 +169,7 @@ def _from_file(key: str, value: Any, path: str) -> Any:
 
 _FILE_KINDS: Final[dict[str, tuple[type, str]]] = {
     "port": (int, "integer"),
+    "max_body_bytes": (int, "integer"),
     "tokens": (list, "array of tables"),
     "access_log": (bool, "boolean"),
     "workflows": (list, "array of strings"),

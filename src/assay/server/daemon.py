@@ -44,7 +44,12 @@ async def run(config: ServerConfig, *, ready: Callable[[str], None] | None = Non
                 workflows=[Workflow.from_mapping(COMPETITOR_DEEP_DIVE)],
                 session=host.session(None),
             )
-            app = create_app(host, tokens=config.tokens, workflows=workflows)
+            app = create_app(
+                host,
+                tokens=config.tokens,
+                workflows=workflows,
+                max_body_bytes=config.max_body_bytes,
+            )
             server = _Server(
                 uvicorn.Config(
                     app,

@@ -23,6 +23,7 @@ _DESCRIPTIONS: Final[Mapping[int, str]] = {
     403: "The token lacks the scope this route needs",
     404: "No such session, transition, entry or action",
     409: "Refused: low confidence, single flight, or not available at the session's page",
+    413: "The request body is larger than the daemon's --max-body-bytes",
     422: "Verification failed: the contract did not hold within its timeout",
     503: "The ledger is unavailable; nothing was acknowledged",
 }

@@ -45,7 +45,7 @@ async def serve_verify(scope: Scope, receive: Receive, send: Send) -> None:
             _check(Request(scope, receive))
         chunks: list[bytes] = []
         while True:
-            message = await receive()
+            message = await receive()  # the app's, which refuses a body over its limit
             if message["type"] == "http.disconnect":
                 return  # nobody is left to answer; nothing was recorded
             chunks.append(message.get("body", b""))

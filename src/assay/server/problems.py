@@ -198,7 +198,14 @@ async def _http(request: Request, error: Exception) -> ProblemResponse:
             f"the request body could not be parsed ({detail}); send JSON encoded as UTF-8",
             errors=[{"field": "body", "message": detail, "type": "body_parsing"}],
         )
-    if error.status_code == 404 and detail == "Not Found":
+    if error.status_code == 413:
+        limit = getattr(request.app.state, "max_body_bytes", None)
+        reads = f" ({limit:,} bytes, its --max-body-bytes)" if isinstance(limit, int) else ""
+        detail = (
+            f"the request body is larger than this daemon reads{reads}; send less, or start "
+            "the daemon with a higher limit"
+        )
+    elif error.status_code == 404 and detail == "Not Found":
         detail = f"no route is {request.url.path}; the routes are listed at /openapi.json"
     elif error.status_code == 405:
         allowed = (error.headers or {}).get("Allow", "")

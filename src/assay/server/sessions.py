@@ -20,7 +20,7 @@ HostDependency = Annotated[Host, Depends(host_of)]
 SessionId = Annotated[str, Path(max_length=200, description="a session id")]
 
 
-@router.post("", response_model=SessionInfo, responses=errors(), summary="Open a session")
+@router.post("", response_model=SessionInfo, responses=errors(413), summary="Open a session")
 async def open_session(
     host: HostDependency,
     who: Annotated[Principal, Depends(require(Scope.ACT))],

@@ -48,7 +48,7 @@ async def state(
 @router.post(
     "/state/reports",
     response_model=ReportReceipt,
-    responses=errors(),
+    responses=errors(413),
     summary="The application reports that these keys now have these values",
 )
 async def report(

@@ -62,7 +62,7 @@ WorkflowsDependency = Annotated[Workflows, Depends(workflows_of)]
 @router.post(
     "/workflows/{name}/runs",
     response_model=RunRecord,
-    responses=errors(404, 409),
+    responses=errors(404, 409, 413),
     summary="Start a run of a workflow; answers once it has completed or parked",
 )
 async def start(
@@ -115,7 +115,7 @@ async def run(
 @router.post(
     "/runs/{run_id}/resume",
     response_model=RunRecord,
-    responses=errors(404, 409),
+    responses=errors(404, 409, 413),
     summary="Resume a parked or interrupted run from its last commit, with a person's input",
 )
 async def resume(
