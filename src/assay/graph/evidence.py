@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Protocol
 
+from assay.graph.transition import Transition
 from assay.state.snapshot import FieldChange
 
 
@@ -24,3 +26,36 @@ class EvidenceLog(Protocol):
 def change_json(change: FieldChange) -> dict[str, Any]:
     """A field change as a JSON object."""
     return {"key": change.key, "before": change.before, "after": change.after, "kind": change.kind}
+
+
+def fire_body(transition: Transition) -> dict[str, Any]:
+    """A fire entry's body: the action, its arguments, what it declares, and any already-true
+    evidence, as of the fire."""
+    evidence = transition.already_true
+    return {
+        "action": transition.spec.id,
+        "args": transition.args,
+        "source": transition.source,
+        "writes": list(transition.writes),
+        "contract": transition.predicate.source if transition.predicate else None,
+        "materialized": transition.materialized,
+        "already_true": None
+        if evidence is None
+        else [dataclasses.asdict(condition) for condition in evidence],
+        "state_version": transition.before.version,
+    }
+
+
+def settlement_body(transition: Transition) -> dict[str, Any]:
+    """A settlement entry's body: the answer, the effect, the commit bundle and the outcome."""
+    return {
+        "action": transition.spec.id,
+        "answer": transition.phase.value,
+        "effect": transition.effect,
+        "commit": [change_json(change) for change in transition.commit],
+        "outcome": None
+        if transition.outcome is None
+        else transition.outcome.model_dump(mode="json"),
+        "error": transition.error,
+        "state_version": transition.settled_version,
+    }

@@ -15,7 +15,6 @@ A handler that raises is a failure on every path. Elapsed time never settles any
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import inspect
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -27,18 +26,12 @@ from assay.expr import compile_expression
 from assay.expr.contract import Contract, compile_contract
 from assay.expr.path import parse_path
 from assay.expr.predicate import Predicate
+from assay.graph.answers import answer, fire_result, waiting_on
 from assay.graph.binding import AllOf, ArgsPredicate, covers, fill, related
 from assay.graph.declaration import ActionSpec, Reversibility, check_arguments
-from assay.graph.evidence import EvidenceLog, change_json
+from assay.graph.evidence import EvidenceLog, fire_body, settlement_body
 from assay.graph.journey import Journey
-from assay.graph.result import (
-    ALREADY_TRUE_WHY,
-    Answer,
-    CurrentCheck,
-    EffectStatus,
-    FireResult,
-    RefusalFigures,
-)
+from assay.graph.result import Answer, FireResult, RefusalFigures
 from assay.graph.transition import Phase, Transition
 from assay.redaction import Redaction
 from assay.state.snapshot import FieldChange, Snapshot
@@ -418,40 +411,10 @@ class Session:
             self.evidence.append(kind, body, session=self.id, transition=transition.id)
 
     def _record_fire(self, transition: Transition) -> None:
-        evidence = transition.already_true
-        self._record(
-            "fire",
-            transition,
-            {
-                "action": transition.spec.id,
-                "args": transition.args,
-                "source": transition.source,
-                "writes": list(transition.writes),
-                "contract": transition.predicate.source if transition.predicate else None,
-                "materialized": transition.materialized,
-                "already_true": None
-                if evidence is None
-                else [dataclasses.asdict(condition) for condition in evidence],
-                "state_version": transition.before.version,
-            },
-        )
+        self._record("fire", transition, fire_body(transition))
 
     def _record_settlement(self, transition: Transition) -> None:
-        self._record(
-            "settlement",
-            transition,
-            {
-                "action": transition.spec.id,
-                "answer": transition.phase.value,
-                "effect": transition.effect,
-                "commit": [change_json(change) for change in transition.commit],
-                "outcome": None
-                if transition.outcome is None
-                else transition.outcome.model_dump(mode="json"),
-                "error": transition.error,
-                "state_version": transition.settled_version,
-            },
-        )
+        self._record("settlement", transition, settlement_body(transition))
 
     def _finish(self, transition: Transition, phase: Phase) -> None:
         transition.settle(phase, self.clock.monotonic(), self.store.version)
@@ -471,59 +434,7 @@ class Session:
 
     def result(self, transition: Transition) -> FireResult:
         """The fire result as of now (the receipt, plus ``outcome_now`` when it differs)."""
-        phase = transition.phase
-        statuses: dict[Phase, EffectStatus] = {
-            Phase.PENDING: "pending",
-            Phase.WORKED: "settled",
-            Phase.UNOBSERVABLE: "settled",
-            Phase.UNMATERIALIZED: "settled",
-            Phase.FAILED: "failed",
-            Phase.REFUSED: "refused",
-        }
-        status = statuses[phase]
-        why = ALREADY_TRUE_WHY if transition.already_true is not None else None
-        if phase is Phase.UNMATERIALIZED:
-            why = "No handler is wired for this action, so nothing was executed."
-        return FireResult(
-            ok=phase is not Phase.REFUSED,
-            did=transition.spec.id,
-            effect_status=status,
-            transition_id=transition.id,
-            already_true=list(transition.already_true)
-            if transition.already_true is not None
-            else None,
-            why=why,
-            outcome=transition.outcome,
-            outcome_now=self._outcome_now(transition),
-            error=transition.error,
-            refusal=transition.refusal,
-            refusal_figures=transition.refusal_figures,
-            materialized=transition.materialized,
-        )
-
-    def _outcome_now(self, transition: Transition) -> CurrentCheck | None:
-        if transition.predicate is None or transition.phase not in (Phase.WORKED, Phase.FAILED):
-            return None
-        if transition.outcome is None:
-            return None
-        current = self.store.current
-        if current.version == transition.settled_version:
-            return None
-        check = transition.predicate.check(current.objects)
-        if check.result == transition.outcome.result:
-            return None
-        held = (
-            "holds"
-            if check.result
-            else "no longer holds"
-            if check.result is False
-            else ("cannot be evaluated")
-        )
-        return CurrentCheck(
-            result=check.result,
-            version=current.version,
-            detail=f"since settlement the contract {held} (state version {current.version})",
-        )
+        return fire_result(transition, self.store.current)
 
     def did_it_work(self, transition_id: str) -> Answer:
         """``pending``, ``worked``, ``failed``, ``unobservable``, ``refused`` or
@@ -531,40 +442,15 @@ class Session:
         transition = self.transitions.get(transition_id)
         if transition is None:
             raise KeyError(f"no transition {transition_id!r} in this session")
-        phase = transition.phase
-        waiting_on = pending_for = None
-        if phase is Phase.PENDING:
-            waiting_on = self._waiting_on(transition)
-            pending_for = round((self.clock.monotonic() - transition.fired_at) * 1000)
-        return Answer(
-            transition_id=transition.id,
-            answer=phase.value,
-            why=_why(transition, waiting_on),
-            waiting_on=waiting_on,
-            pending_for_ms=pending_for,
-            outcome=transition.outcome,
-            outcome_now=self._outcome_now(transition),
-            already_true=list(transition.already_true)
-            if transition.already_true is not None
-            else None,
-            commit=transition.commit,
-            effect=transition.effect,  # type: ignore[arg-type]
-            error=transition.error,
-            result=_json_or_none(transition.handler_result),
+        if transition.phase is not Phase.PENDING:
+            return answer(transition, self.store.current)
+        queued_before = self.queue.index(transition) if transition in self.queue else 0
+        return answer(
+            transition,
+            self.store.current,
+            waiting_on=waiting_on(transition, queued_before),
+            pending_for_ms=round((self.clock.monotonic() - transition.fired_at) * 1000),
         )
-
-    def _waiting_on(self, transition: Transition) -> str:
-        if transition.already_true is not None or (
-            transition.predicate is None and not transition.writes
-        ):
-            return "the handler to finish (it has not returned yet)"
-        if transition.observed:
-            return transition.waiting_on or "the handler to finish"
-        if transition.predicate is not None:
-            return transition.waiting_on or f"the verify contract {transition.predicate.source}"
-        position = self.queue.index(transition) if transition in self.queue else 0
-        where = f"; {position} earlier fire(s) are queued before it" if position else ""
-        return f"a state report writing {', '.join(transition.writes)}{where}"
 
     async def wait(self, transition_id: str, ceiling_s: float) -> FireResult:
         """Wait up to ``ceiling_s`` for settlement; the answer as of then, settled or not."""
@@ -604,29 +490,6 @@ class Session:
         for task in list(self.tasks):
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
-
-
-def _json_or_none(value: Any) -> Any:
-    if value is None or isinstance(value, str | int | float | bool | list | dict):
-        return value
-    return None
-
-
-def _why(transition: Transition, waiting_on: str | None) -> str:
-    phase = transition.phase
-    if phase is Phase.PENDING:
-        return f"Still pending: waiting on {waiting_on}. Nothing has settled it yet."
-    if phase is Phase.WORKED:
-        if transition.outcome is not None:
-            return transition.outcome.narrative
-        return "A state report established the declared change."
-    if phase is Phase.UNOBSERVABLE:
-        return "The handler finished, and no change to the declared keys was observed."
-    if phase is Phase.FAILED:
-        return transition.error or "It failed."
-    if phase is Phase.REFUSED:
-        return transition.error or "It was refused."
-    return "No handler is wired for this action, so nothing was executed and nothing will settle."
 
 
 def _article(word: str) -> str:
