@@ -77,6 +77,35 @@ def test_show_prove_and_tail(ledger_url: str) -> None:
     assert [json.loads(line)["seq"] for line in tail.stdout.splitlines()] == [4, 5]
 
 
+def test_query_filters_by_kind_transition_time_and_position(ledger_url: str) -> None:
+    def seqs(*filters: str) -> list[int]:
+        result = run("ledger", "query", "--ledger", ledger_url, *filters)
+        assert result.returncode == 0, result.stderr
+        found = [json.loads(line) for line in result.stdout.splitlines()]
+        assert result.stderr == f"{len(found)} entries\n"
+        return [entry["seq"] for entry in found]
+
+    assert seqs("--kind", "fire") == [1, 3, 5]
+    assert seqs("--transition", "workspace.open-billing#1", "--kind", "settlement") == [2, 4]
+    assert seqs("--after", "2", "--limit", "2") == [3, 4]
+    assert seqs("--session", "nobody") == []
+    assert seqs("--run", "no-run") == []
+    exported = run("ledger", "export", "--ledger", ledger_url).stdout.splitlines()
+    stamps = [(e["seq"], e["timestamp"]) for e in map(json.loads, exported)]
+    third = stamps[2][1]
+    assert seqs("--since", third) == [seq for seq, stamp in stamps if stamp >= third]
+    assert seqs("--until", third) == [seq for seq, stamp in stamps if stamp < third]
+    assert 3 in seqs("--since", third)
+    assert seqs("--until", "2000-01-01T00:00:00Z") == []
+    assert seqs("--since", "2000-01-01T00:00:00+00:00") == [1, 2, 3, 4, 5]
+    naive = run("ledger", "query", "--ledger", ledger_url, "--since", "2026-01-01T00:00:00")
+    assert naive.returncode == 2
+    assert naive.stderr.startswith("assay ledger: error: since must say its time zone")
+    kind = run("ledger", "query", "--ledger", ledger_url, "--kind", "gossip")
+    assert kind.returncode == 2
+    assert "kind must be one of" in kind.stderr
+
+
 def test_missing_entry_and_bad_url_exit_2(ledger_url: str) -> None:
     missing = run("ledger", "show", "99", "--ledger", ledger_url)
     assert missing.returncode == 2

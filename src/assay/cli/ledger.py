@@ -1,4 +1,5 @@
-"""``assay ledger verify | export | show | tail | prove``: read and check the Evidence Ledger."""
+"""``assay ledger verify | export | query | show | tail | prove``: read and check the Evidence
+Ledger."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def add_ledger_option(parser: argparse.ArgumentParser) -> None:
 def register(commands: Any) -> None:
     parser = commands.add_parser(
         "ledger",
-        help="verify, export, show, follow and prove the Evidence Ledger",
+        help="verify, export, query, show, follow and prove the Evidence Ledger",
         description="Read and check the Evidence Ledger. Exit 0 on success, 1 when "
         "verification finds a problem (naming the first bad entry), 2 on a usage error.",
     )
@@ -50,6 +51,24 @@ def register(commands: Any) -> None:
     add_ledger_option(show)
     show.add_argument("seq", type=int, metavar="SEQ")
     show.set_defaults(run=run_show)
+    query = actions.add_parser(
+        "query",
+        help="print the entries that match every filter given, one JSON line each",
+        description="Entries in seq order matching every filter given. Times are RFC 3339 "
+        "with a zone (2026-01-01T00:00:00Z); --since is inclusive, --until exclusive.",
+    )
+    add_ledger_option(query)
+    for name in ("session", "transition", "run"):
+        # dest "run" is the command's handler (set_defaults), so ids take a dest of their own
+        query.add_argument(
+            f"--{name}", dest=f"{name}_id", metavar="ID", help=f"only this {name}'s entries"
+        )
+    query.add_argument("--kind", metavar="KIND", help="fire, refusal, settlement, verdict, ...")
+    query.add_argument("--since", metavar="TIME", help="only entries at or after TIME")
+    query.add_argument("--until", metavar="TIME", help="only entries before TIME")
+    query.add_argument("--after", type=int, default=0, metavar="SEQ", help="only after SEQ")
+    query.add_argument("--limit", type=int, metavar="N", help="at most N entries")
+    query.set_defaults(run=run_query)
     tail = actions.add_parser("tail", help="print the last entries; -f to follow")
     add_ledger_option(tail)
     tail.add_argument("-n", type=int, default=10, metavar="N", help="how many (default 10)")
@@ -121,6 +140,27 @@ def run_export(args: argparse.Namespace) -> int:
     except AssayError as error:
         return _fail(str(error))
     print(f"exported {count} entries", file=sys.stderr)
+    return 0
+
+
+def run_query(args: argparse.Namespace) -> int:
+    try:
+        with _open(args) as ledger:
+            found = ledger.query(
+                session=args.session_id,
+                transition=args.transition_id,
+                run=args.run_id,
+                kind=args.kind,
+                since=args.since,
+                until=args.until,
+                after=args.after,
+                limit=args.limit,
+            )
+    except AssayError as error:
+        return _fail(str(error))
+    for entry in found:
+        print(_entry_json(entry))
+    print(f"{len(found)} entries", file=sys.stderr)
     return 0
 
 
