@@ -142,6 +142,7 @@ class _Connection(asyncio.Protocol):
         self.sent = 0.0
         self.statuses: dict[int, int] = {}
         self.stopping = False
+        self.answered = 0  # warm-up included
         self.transport: Any = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -170,6 +171,7 @@ class _Connection(asyncio.Protocol):
             self.statuses[status] = self.statuses.get(status, 0) + 1
             self.buffer = self.buffer[end + 4 + length :]
             self.latencies.append(time.perf_counter() - self.sent)
+            self.answered += 1
             if self.stopping:
                 self.transport.close()
                 return
@@ -217,6 +219,7 @@ async def _load(url: str, seconds: float, warmup: float, concurrency: int) -> di
         "p50_ms": measured[len(measured) // 2] * 1000,
         "p99_ms": measured[int(len(measured) * 0.99)] * 1000,
         "statuses": statuses,
+        "answered": sum(connection.answered for connection in connections),
     }
 
 
@@ -235,21 +238,32 @@ def _spawn(*arguments: str) -> tuple[subprocess.Popen[str], str]:
     return process, process.stdout.readline().strip()
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU the process (all its threads) has used so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _measure(name: str, arguments: list[str], options: argparse.Namespace) -> dict[str, Any]:
     server, url = _spawn("--serve", *arguments)
     try:
+        cpu_before = _cpu_seconds(server.pid)
         generator = subprocess.run(
             [sys.executable, __file__, "--load", url, "--seconds", str(options.seconds),
              "--warmup", str(options.warmup), "--concurrency", str(options.concurrency)],
             capture_output=True, text=True, check=True,
         )  # fmt: skip
+        cpu = _cpu_seconds(server.pid) - cpu_before
     finally:
         server.terminate()
         server.wait(30)
     figures: dict[str, Any] = json.loads(generator.stdout)
+    # The server's CPU per answer (warm-up included): steadier than req/s on a shared machine.
+    figures["cpu_us"] = cpu / max(figures["answered"], 1) * 1e6
     print(
         f"  {name:<34} {figures['rps']:>9,.0f} req/s   p50 {figures['p50_ms']:6.2f} ms   "
-        f"p99 {figures['p99_ms']:6.2f} ms   statuses {figures['statuses']}"
+        f"p99 {figures['p99_ms']:6.2f} ms   server CPU {figures['cpu_us']:4.0f} us/request   "
+        f"statuses {figures['statuses']}"
     )
     return figures
 
@@ -326,6 +340,15 @@ def main() -> int:
         "per request (1 / req/s, one server core, medians): "
         f"bare {median_us('bare'):.0f} us, FastAPI body parsing {median_us('fastapi'):.0f} us, "
         f"daemon {median_us('sqlite'):.0f} us"
+    )
+
+    def median_cpu(name: str) -> float:
+        return float(statistics.median(r[name]["cpu_us"] for r in rounds))
+
+    print(
+        "server CPU per request (all its threads, medians): "
+        f"bare {median_cpu('bare'):.0f} us, daemon {median_cpu('sqlite'):.0f} us; "
+        f"bare / daemon {ratio(median_cpu('bare') / median_cpu('sqlite'))}"
     )
     return 0
 
