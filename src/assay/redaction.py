@@ -104,7 +104,7 @@ class Redaction:
         states = self._states_at(segments)
         if states is None:
             return None
-        if isinstance(value, Mapping | list | tuple):
+        if type(value) not in _SCALARS and isinstance(value, Mapping | list | tuple):
             rendered = self._render(value, states, limit)
         else:
             rendered = _scalar(value, limit)
@@ -238,3 +238,5 @@ def _scalar(value: Any, budget: int) -> str:
 
 
 _NONE: Final = Redaction(())
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+"""Exact types rendered as scalars without the slower abstract ``Mapping`` check."""

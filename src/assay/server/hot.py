@@ -18,13 +18,11 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.types import Receive, Scope, Send
 
-from assay.host import Host
 from assay.host.wire import VerifyRequest
 from assay.server.auth import authorize
 from assay.server.problems import verify_problem
 from assay.server.query import reject_query
 from assay.server.tokens import Scope as TokenScope
-from assay.verify.outcome import VerificationOutcome
 
 PATH: Final = "/v1/verify"
 
@@ -51,7 +49,13 @@ async def serve_verify(scope: Scope, receive: Receive, send: Send) -> None:
             chunks.append(message.get("body", b""))
             if not message.get("more_body", False):
                 break
-        outcome = await _verify(app.state.host, b"".join(chunks))
+        try:
+            request = VerifyRequest.model_validate_json(b"".join(chunks))
+        except ValidationError as error:
+            raise RequestValidationError(
+                [{**item, "loc": ("body", *item["loc"])} for item in error.errors()]
+            ) from None
+        outcome = await app.state.host.verify(request)
     except Exception as error:
         response = await _render(Request(scope, receive), error)
         await response(scope, receive, send)
@@ -89,17 +93,6 @@ def _check(request: Request) -> None:
     authorize(request, TokenScope.READ)
     if request.scope.get("query_string"):
         reject_query(request, _NO_QUERY)
-
-
-async def _verify(host: Host, body: bytes) -> VerificationOutcome:
-    """The body validated as a ``VerifyRequest`` (400 if not), verified by ``host``."""
-    try:
-        request = VerifyRequest.model_validate_json(body)
-    except ValidationError as error:
-        raise RequestValidationError(
-            [{**item, "loc": ("body", *item["loc"])} for item in error.errors()]
-        ) from None
-    return await host.verify(request)
 
 
 async def _render(request: Request, error: Exception) -> Response:
