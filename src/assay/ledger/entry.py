@@ -94,14 +94,12 @@ class EntryDraft:
 
     def __post_init__(self) -> None:
         kind = self.kind
-        if type(kind) is not str or kind not in KINDS:
-            if not isinstance(kind, str) or kind not in KINDS:
-                raise LedgerEntryError(
-                    f"kind must be one of {', '.join(sorted(KINDS))}, not {kind!r}",
-                    field="kind",
-                )
-            kind = EntryKind(kind).value  # a plain str
-            object.__setattr__(self, "kind", kind)
+        if not isinstance(kind, str) or kind not in KINDS:
+            raise LedgerEntryError(
+                f"kind must be one of {', '.join(sorted(KINDS))}, not {kind!r}", field="kind"
+            )
+        if type(kind) is not str:
+            object.__setattr__(self, "kind", EntryKind(kind).value)  # a plain str
         timestamp = self.timestamp
         if type(timestamp) is not str or not _TIMESTAMP.fullmatch(timestamp):
             raise LedgerEntryError(

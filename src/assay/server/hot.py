@@ -81,9 +81,6 @@ class Answered(Response):
     """What the declared route returns: a response that answers by ``serve_verify``, so the
     route answers the same whether or not ``Daemon`` intercepted the request first."""
 
-    def __init__(self) -> None:
-        super().__init__()
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await serve_verify(scope, receive, send)
 
