@@ -1,7 +1,9 @@
 """``POST /v1/verify`` through the daemon against a bare Starlette endpoint, side by side.
 
 Both servers run in their own process under the same uvicorn settings (one worker, the
-same loop and HTTP implementations, no access log) and face the same load generator: 64
+same loop and HTTP implementations, no access log) and the collector settings ``assay serve``
+uses (``prepare_to_serve``: the bare endpoint gains nothing from them, its heap being small),
+and face the same load generator: 64
 keep-alive connections, each sending its next request as soon as the last answer arrives,
 from a separate process that speaks HTTP/1.1 over raw asyncio sockets (so the generator
 is not the bottleneck). The bare endpoint answers a constant JSON body; the daemon
@@ -62,6 +64,10 @@ def uvicorn_config(app: Any) -> Any:
 
 async def _serve(app: Any) -> None:
     import uvicorn
+
+    from assay.host.collector import prepare_to_serve
+
+    prepare_to_serve()  # as assay serve does; both servers, though only the daemon gains
 
     server = uvicorn.Server(uvicorn_config(app))
     task = asyncio.ensure_future(server.serve())

@@ -64,11 +64,13 @@ def run(args: argparse.Namespace) -> int:
 
 async def _serve(application: Application, ledger: Ledger, args: argparse.Namespace) -> None:
     from assay.host import Host
+    from assay.host.collector import prepare_to_serve
     from assay.mcp import build_server
     from assay.mcp.http import StreamableHttpEndpoint
 
     async with Host(application, ledger) as host:
         server = build_server(host)
+        prepare_to_serve()
         if args.transport == "stdio":
             await server.run_stdio_async()
             return

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 import uvicorn
 
 from assay.host import Host, load_application
+from assay.host.collector import prepare_to_serve
 from assay.host.loopback import KEEP_ALIVE_S
 from assay.ledger.backend import hide_password
 from assay.ledger.url import open_ledger
@@ -31,7 +32,10 @@ logger = logging.getLogger("assay.server")
 
 async def run(config: ServerConfig, *, ready: Callable[[str], None] | None = None) -> None:
     """Serve until interrupted (SIGINT/SIGTERM); ``ready`` is called with the URL once the
-    socket listens. ``RequestError`` for unsafe settings, before anything is opened."""
+    socket listens. ``RequestError`` for unsafe settings, before anything is opened.
+
+    It runs the process: once the app is built, the collector is set up for serving
+    (``prepare_to_serve``)."""
     config.check()
     application = load_application(config.app)
     redaction = Redaction((*application.redaction, *config.redact))
@@ -61,6 +65,7 @@ async def run(config: ServerConfig, *, ready: Callable[[str], None] | None = Non
                     timeout_keep_alive=KEEP_ALIVE_S,
                 )
             )
+            prepare_to_serve()
             announce = asyncio.get_running_loop().create_task(_announce(server, config, ready))
             try:
                 await server.serve()
