@@ -86,6 +86,26 @@ def test_read_takes_a_half_open_seq_range(backend: LedgerBackend) -> None:
     assert [entry.seq for entry in backend.iterate(6)] == [6, 7]
 
 
+def test_a_sqlite_query_by_session_run_or_transition_searches_its_index(
+    tmp_path: Path,
+) -> None:
+    """Those indexes leave out entries without the id (a NULL never equals a value); a
+    query by equality must still search them rather than scan the table."""
+    with Store("sqlite", tmp_path, None).open() as backend:
+        backend.append([draft("verdict", {}, session="a")])
+    connection = sqlite3.connect(tmp_path / "ledger.db")
+    try:
+        for column in ("session", "run", "transition"):
+            plan = connection.execute(
+                "EXPLAIN QUERY PLAN SELECT seq, entry FROM ledger_entries "
+                f"WHERE seq > ? AND {column} = ? ORDER BY seq LIMIT ?",
+                (0, "a", 10),
+            ).fetchall()
+            assert f"USING INDEX ledger_entries_{column} ({column}=?" in str(plan)
+    finally:
+        connection.close()
+
+
 def test_query_by_session_transition_run_kind_and_time(backend: LedgerBackend) -> None:
     rows = [
         ("fire", "a", "r1", "inbox.send#1"),

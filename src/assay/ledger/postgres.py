@@ -48,9 +48,14 @@ CREATE TABLE IF NOT EXISTS {entries} (
     hash text NOT NULL,
     entry text NOT NULL
 );
-CREATE INDEX IF NOT EXISTS ledger_entries_session ON {entries} (session);
-CREATE INDEX IF NOT EXISTS ledger_entries_transition ON {entries} (transition);
-CREATE INDEX IF NOT EXISTS ledger_entries_run ON {entries} (run);
+-- Lookups are by equality, which NULL never meets: an entry without a session, run or
+-- transition (a verify verdict has neither run nor transition) costs that index nothing.
+CREATE INDEX IF NOT EXISTS ledger_entries_session ON {entries} (session)
+    WHERE session IS NOT NULL;
+CREATE INDEX IF NOT EXISTS ledger_entries_transition ON {entries} (transition)
+    WHERE transition IS NOT NULL;
+CREATE INDEX IF NOT EXISTS ledger_entries_run ON {entries} (run)
+    WHERE run IS NOT NULL;
 CREATE INDEX IF NOT EXISTS ledger_entries_kind ON {entries} (kind);
 CREATE INDEX IF NOT EXISTS ledger_entries_timestamp ON {entries} (timestamp);
 CREATE TABLE IF NOT EXISTS {checkpoints} (

@@ -49,9 +49,14 @@ CREATE TABLE IF NOT EXISTS ledger_entries (
     hash TEXT NOT NULL,
     entry TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS ledger_entries_session ON ledger_entries (session);
-CREATE INDEX IF NOT EXISTS ledger_entries_transition ON ledger_entries (transition);
-CREATE INDEX IF NOT EXISTS ledger_entries_run ON ledger_entries (run);
+-- Lookups are by equality, which NULL never meets: an entry without a session, run or
+-- transition (a verify verdict has neither run nor transition) costs that index nothing.
+CREATE INDEX IF NOT EXISTS ledger_entries_session ON ledger_entries (session)
+    WHERE session IS NOT NULL;
+CREATE INDEX IF NOT EXISTS ledger_entries_transition ON ledger_entries (transition)
+    WHERE transition IS NOT NULL;
+CREATE INDEX IF NOT EXISTS ledger_entries_run ON ledger_entries (run)
+    WHERE run IS NOT NULL;
 CREATE INDEX IF NOT EXISTS ledger_entries_kind ON ledger_entries (kind);
 CREATE INDEX IF NOT EXISTS ledger_entries_timestamp ON ledger_entries (timestamp);
 CREATE TRIGGER IF NOT EXISTS ledger_entries_no_update BEFORE UPDATE ON ledger_entries
