@@ -23,10 +23,12 @@ from assay.server.auth import authorize
 from assay.server.problems import verify_problem
 from assay.server.query import reject_query
 from assay.server.tokens import Scope as TokenScope
+from assay.verify.outcome import VerificationOutcome
 
 PATH: Final = "/v1/verify"
 
 _NO_QUERY: Final[frozenset[str]] = frozenset()
+_OUTCOME_JSON: Final = VerificationOutcome.__pydantic_serializer__
 
 
 async def serve_verify(scope: Scope, receive: Receive, send: Send) -> None:
@@ -63,7 +65,7 @@ async def serve_verify(scope: Scope, receive: Receive, send: Send) -> None:
     if not outcome.passed:
         await verify_problem(Request(scope, receive), outcome)(scope, receive, send)
         return
-    payload = outcome.model_dump_json().encode()
+    payload = _OUTCOME_JSON.to_json(outcome)  # model_dump_json's bytes, without a str between
     await send(
         {
             "type": "http.response.start",

@@ -22,9 +22,13 @@ from assay.state.snapshot import FieldChange
 _MAX_NAMED: Final = 5
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Observation:
-    """Everything a narrative may say: the verdict, the reads before and after, the diff."""
+    """Everything a narrative may say: the verdict, the reads before and after, the diff.
+
+    Made once per verification and only read (not frozen: a frozen dataclass's constructor
+    sets each field through ``object.__setattr__``, at three times the cost).
+    """
 
     subject: str
     keys: tuple[str, ...]
