@@ -6,8 +6,9 @@ Every server runs as a subprocess driven by the SDK's own client over stdio, in 
 in alternating rounds of sequential calls: ``assay mcp`` hosting the built-in example with a
 SQLite ledger in a temporary folder (every verify records a verdict and answers only once it
 is durable, as shipped), the same with a ``memory:`` ledger (no disk), and an ``MCPServer``
-with one ``echo`` tool (this file, run with ``--echo-server``). Each call is timed from the
-client's send to its parsed result.
+with one ``echo`` tool (this file, run with ``--echo-server``), with the collector settings
+``assay mcp`` uses (``prepare_to_serve``). Each call is timed from the client's send to its
+parsed result.
 
 The target (issue 7) is assay, as shipped, at >= 0.8x the echo tool's calls per second. Then
 the same calls are made in this process without a transport, to show where a round trip's
@@ -43,6 +44,8 @@ def echo_server() -> None:
     """The SDK's trivial server: one tool that answers its argument."""
     from mcp.server import MCPServer
 
+    from assay.host.collector import prepare_to_serve
+
     server: Any = MCPServer("echo", log_level="WARNING")
 
     @server.tool()
@@ -50,6 +53,7 @@ def echo_server() -> None:
         """Answer ``text``."""
         return text
 
+    prepare_to_serve()  # the collector settings assay mcp runs with
     server.run("stdio")
 
 
