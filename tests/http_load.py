@@ -10,6 +10,8 @@ settlement per fire: nothing lost, nothing doubled.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ssl
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -54,16 +56,30 @@ class LedgerFigures:
 
 
 async def drive(url: str, sessions: int, seconds: float, wait_ms: int = 10_000) -> LoadFigures:
-    """Run ``sessions`` agents against the daemon at ``url`` for ``seconds``."""
+    """Run ``sessions`` agents against the daemon at ``url`` for ``seconds``.
+
+    Each agent has a client (one connection) of its own, as separate agents would: one
+    client's pool of a thousand connections costs more to manage per request than the
+    daemon spends answering it, and the load would measure the pool.
+    """
     figures = LoadFigures(sessions=sessions)
-    limits = httpx.Limits(max_connections=sessions, max_keepalive_connections=sessions)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=120) as client:
-        opened = await asyncio.gather(*(client.post("/v1/sessions") for _ in range(sessions)))
+    tls = ssl.create_default_context()  # made once: the URL is plain http, nothing uses it
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [
+            await stack.enter_async_context(
+                httpx.AsyncClient(base_url=url, verify=tls, timeout=120)
+            )
+            for _ in range(sessions)
+        ]
+        opened = await asyncio.gather(*(client.post("/v1/sessions") for client in clients))
         ids = [response.json()["id"] for response in opened]
         started = time.perf_counter()
         deadline = started + seconds
         await asyncio.gather(
-            *(_agent(client, session, deadline, wait_ms, figures) for session in ids)
+            *(
+                _agent(client, session, deadline, wait_ms, figures)
+                for client, session in zip(clients, ids, strict=True)
+            )
         )
         figures.seconds = time.perf_counter() - started
     return figures

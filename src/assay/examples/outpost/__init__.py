@@ -8,6 +8,7 @@ wires handlers that call the outpost's HTTP API as any tool would.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Final
 
 import httpx
@@ -23,6 +24,10 @@ from .app import MODES, Outpost
 
 TELEMETRY_INTERVAL_S: Final = 0.1
 EXPECTED_INTERVAL_S: Final = 1.0
+ACTION_REQUESTS: Final = 16
+"""Requests the handlers send the outpost at once; the rest wait for a turn. httpx's pool
+looks over every request queued in it at each step, so a thousand sends queued there cost
+more than the outpost spends answering them."""
 
 GRAPH = build_navigation_graph(
     "outpost",
@@ -90,9 +95,14 @@ def outpost_connector(outpost: Outpost | None = None) -> Any:
         app = outpost or Outpost()
         server = LoopbackServer(app.asgi(), name="outpost")
         await server.start()
-        client = httpx.AsyncClient(base_url=server.url, timeout=5.0)
+        # The probe reads through a client of its own, so that observing never queues
+        # behind the actions being observed.
+        observer = httpx.AsyncClient(base_url=server.url, timeout=5.0)
+        limits = httpx.Limits(max_connections=ACTION_REQUESTS)
+        client = httpx.AsyncClient(base_url=server.url, timeout=5.0, limits=limits)
+        turns = asyncio.Semaphore(ACTION_REQUESTS)
         store = StateStore(clock=context.clock)
-        store.report({"inbox": (await client.get("/state")).json()["inbox"]}, source="outpost")
+        store.report({"inbox": (await observer.get("/state")).json()["inbox"]}, source="outpost")
 
         def on_inbox_change(values: dict[str, Any]) -> None:
             store.report(values, source="outpost")
@@ -102,7 +112,7 @@ def outpost_connector(outpost: Outpost | None = None) -> Any:
             f"{server.url}/drone/telemetry",
             into="drone",
             interval=TELEMETRY_INTERVAL_S,
-            client=client,
+            client=observer,
             name="drone telemetry",
         )
         substrate = Substrate(
@@ -115,7 +125,8 @@ def outpost_connector(outpost: Outpost | None = None) -> Any:
         )
 
         async def post(path: str, body: dict[str, Any] | None = None) -> Any:
-            response = await client.post(path, json=body or {})
+            async with turns:
+                response = await client.post(path, json=body or {})
             response.raise_for_status()
             return response.json()
 
@@ -136,6 +147,7 @@ def outpost_connector(outpost: Outpost | None = None) -> Any:
 
         async def close() -> None:
             await client.aclose()
+            await observer.aclose()
             await server.stop()
 
         return Connection(
