@@ -36,6 +36,22 @@ COLUMNS: Final = ("timestamp", "kind", "session", "run", "transition", "prev_has
 CHECKPOINT_FIELDS: Final = ("size", "root", "timestamp", "key_id", "signature")
 
 
+def entry_row(entry: Entry) -> tuple[object, ...]:
+    """What a database backend stores for ``entry``: ``seq``, the ``COLUMNS`` in order, and
+    the entry's canonical JSON as text."""
+    return (
+        entry.seq,
+        entry.timestamp,
+        entry.kind,
+        entry.session,
+        entry.run,
+        entry.transition,
+        entry.prev_hash,
+        entry.hash,
+        entry.canonical.decode(),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class StoredRow:
     """One stored entry exactly as the store holds it, for verification.

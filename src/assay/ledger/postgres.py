@@ -28,6 +28,7 @@ from assay.ledger.backend import (
     StoredCheckpoint,
     StoredRow,
     checkpoint_fields,
+    entry_row,
     hide_password,
     stored_checkpoints_of,
 )
@@ -310,23 +311,7 @@ class PostgresBackend(GroupCommittedBackend):
         if not locked:
             connection.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
         with connection.cursor() as cursor:
-            cursor.executemany(
-                self._insert_query,
-                [
-                    (
-                        entry.seq,
-                        entry.timestamp,
-                        entry.kind,
-                        entry.session,
-                        entry.run,
-                        entry.transition,
-                        entry.prev_hash,
-                        entry.hash,
-                        entry.canonical.decode(),
-                    )
-                    for entry in entries
-                ],
-            )
+            cursor.executemany(self._insert_query, [entry_row(entry) for entry in entries])
 
     def _fetch(self, query: sql.SQL | sql.Composed, parameters: Sequence[Any]) -> list[Any]:
         """Run a read; once more on a new connection if the old one broke (a read repeats

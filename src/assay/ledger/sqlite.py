@@ -29,6 +29,7 @@ from assay.ledger.backend import (
     StoredCheckpoint,
     StoredRow,
     checkpoint_fields,
+    entry_row,
     stored_checkpoints_of,
 )
 from assay.ledger.checkpoint import Checkpoint
@@ -114,22 +115,8 @@ def _insert_rows(count: int) -> str:
     return f"INSERT INTO ledger_entries ({_ROW_COLUMNS}) VALUES {', '.join([_VALUES] * count)}"
 
 
-def _row(entry: Entry) -> tuple[object, ...]:
-    return (
-        entry.seq,
-        entry.timestamp,
-        entry.kind,
-        entry.session,
-        entry.run,
-        entry.transition,
-        entry.prev_hash,
-        entry.hash,
-        entry.canonical.decode(),
-    )
-
-
 def _row_values(entries: list[Entry]) -> list[object]:
-    return [value for entry in entries for value in _row(entry)]
+    return [value for entry in entries for value in entry_row(entry)]
 
 
 def _text(data: bytes) -> str:
@@ -299,7 +286,7 @@ class SQLiteBackend(GroupCommittedBackend):
             connection.execute("BEGIN IMMEDIATE")
             head = connection.execute(_HEAD).fetchone()
             entries = seal_all(drafts, *(head or (0, GENESIS_HASH)))
-            connection.executemany(_INSERT, [_row(entry) for entry in entries])
+            connection.executemany(_INSERT, [entry_row(entry) for entry in entries])
             connection.execute("COMMIT")
         except BaseException:
             if connection.in_transaction:
