@@ -12,7 +12,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from assay.errors import ContractError
-from assay.expr.contract import OPERATORS, Contract, compile_contract, json_equal
+from assay.expr.contract import Contract, compile_contract
+from assay.expr.filter_operators import OPERATORS, json_equal
 from assay.expr.predicate import Check, ConditionEvidence, Predicate
 from assay.redaction import Redaction
 from strategies import json_values, scalars

@@ -16,94 +16,25 @@ A missing key fails every operator but three, which hold: ``exists: false``, and
 from __future__ import annotations
 
 import json
-import math
-import operator
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
-
-import re2
+from typing import Any
 
 from assay.errors import ContractError
+from assay.expr.filter_operators import (
+    bind_operator,
+    check_operand,
+    check_operator_names,
+    holds_if_missing,
+    json_value,
+)
 from assay.expr.path import MISSING, format_path, json_type_name, parse_path, read_path
 from assay.expr.predicate import Check, ConditionEvidence
-from assay.expr.strings import utf16_less
 from assay.redaction import Redaction
 
-OPERATORS: Final = (
-    "eq",
-    "ne",
-    "gt",
-    "gte",
-    "lt",
-    "lte",
-    "in",
-    "nin",
-    "exists",
-    "contains",
-    "matches",
-)
-"""The operator names of the declarative form, in the order the documentation lists them."""
-
-PATTERN_LIMIT: Final = 1000
-"""The longest ``matches`` pattern accepted, in characters."""
-
-_ORDERING: Final[dict[str, Callable[[Any, Any], bool]]] = {
-    "gt": operator.gt,
-    "gte": operator.ge,
-    "lt": operator.lt,
-    "lte": operator.le,
-}
-_STRING_ORDERING: Final[dict[str, Callable[[str, str], bool]]] = {
-    "gt": lambda a, b: utf16_less(b, a),
-    "gte": lambda a, b: not utf16_less(a, b),
-    "lt": utf16_less,
-    "lte": lambda a, b: not utf16_less(b, a),
-}
-_HOLDS_IF_MISSING: Final = frozenset({"ne", "nin"})
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_VALID = ", ".join(OPERATORS)
-
-_Test = Callable[[Any], tuple[bool, str | None]]
-"""An operator bound to its operand: the verdict on a present value, and why if it could
-not compare."""
-
-
-def json_equal(a: Any, b: Any) -> bool:
-    """JSON deep equality: ``true`` is not ``1``, ``1`` is ``1.0``, objects compare by key
-    set and values in any order, arrays by order. Never raises; no recursion."""
-    pending = [(a, b)]
-    while pending:
-        x, y = pending.pop()
-        if isinstance(x, str):
-            if not (isinstance(y, str) and x == y):
-                return False
-        elif isinstance(x, bool) or isinstance(y, bool):
-            if not (isinstance(x, bool) and isinstance(y, bool) and x == y):
-                return False
-        elif isinstance(x, int | float):
-            if not (isinstance(y, int | float) and x == y):
-                return False
-        elif x is None:
-            if y is not None:
-                return False
-        elif isinstance(x, Mapping):
-            if not (isinstance(y, Mapping) and len(x) == len(y)):
-                return False
-            for key, value in x.items():
-                other = y.get(key, MISSING)
-                if other is MISSING:
-                    return False
-                pending.append((value, other))
-        elif isinstance(x, list | tuple):
-            if not (isinstance(y, list | tuple) and len(x) == len(y)):
-                return False
-            pending.extend(zip(x, y, strict=True))
-        elif x is not y:
-            return False
-    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,10 +76,8 @@ class _Condition:
         self.threshold = spec.operand
         self.redaction = redaction
         self.redacted = redaction.covers(spec.segments)
-        self.test = _bind_operator(spec.op, spec.operand, self.key, spec.key)
-        self.holds_if_missing = spec.op in _HOLDS_IF_MISSING or (
-            spec.op == "exists" and spec.operand is False
-        )
+        self.test = bind_operator(spec.op, spec.operand, self.key, spec.key)
+        self.holds_if_missing = holds_if_missing(spec.op, spec.operand)
 
     def evaluate(self, state: Mapping[str, Any]) -> ConditionEvidence:
         read = read_path(state, self.segments)
@@ -254,18 +183,19 @@ def compile_contract(mapping: Mapping[str, Any], *, redaction: Redaction | None 
         segments = parse_path(key)
         names.update(name for segment in segments for name in _PLACEHOLDER.findall(segment))
         if isinstance(value, Mapping) and not _is_arg(value):
-            _check_operator_names(key, value)
+            check_operator_names(key, value)
             operators = list(value.items())
         else:
             operators = [("eq", value)]
         for op, raw in operators:
             operand = _operand(raw, key, op)
-            _check_operand(op, operand, key)
             if isinstance(operand, Arg):
-                names.add(operand.name)
+                names.add(operand.name)  # its operand is checked once bound
+            else:
+                check_operand(op, operand, key)
             specs.append(_Spec(key, segments, op, operand))
     source = json.dumps(
-        {key: _json_value(value, key, "") for key, value in mapping.items()},
+        {key: json_value(value, key, "") for key, value in mapping.items()},
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=False,
@@ -275,31 +205,6 @@ def compile_contract(mapping: Mapping[str, Any], *, redaction: Redaction | None 
 
 def _is_arg(value: Mapping[Any, Any]) -> bool:
     return len(value) == 1 and "arg" in value
-
-
-def _check_operator_names(key: str, value: Mapping[Any, Any]) -> None:
-    if not value:
-        raise ContractError(
-            f"contract key {key!r} has an empty operator set; write one of {_VALID}, "
-            'or {"eq": {}} to compare with an empty object',
-            key=key,
-        )
-    unknown = [name for name in value if name not in OPERATORS]
-    if not unknown:
-        return
-    bad = ", ".join(repr(name) for name in unknown)
-    if len(unknown) < len(value):
-        raise ContractError(
-            f"contract key {key!r} mixes operators with other keys ({bad}); valid operators: "
-            f'{_VALID}; to compare with an object, write {{"eq": {{...}}}}',
-            key=key,
-        )
-    noun = "operator" if len(unknown) == 1 else "operators"
-    raise ContractError(
-        f"contract key {key!r} has unknown {noun} {bad}; valid operators: {_VALID}; "
-        f'to compare with an object, write {{"eq": {{...}}}}',
-        key=key,
-    )
 
 
 def _operand(raw: Any, key: str, op: str) -> Any:
@@ -313,90 +218,7 @@ def _operand(raw: Any, key: str, op: str) -> Any:
                 key=key,
             )
         return Arg(name)
-    return _json_value(raw, key, op)
-
-
-def _json_value(value: Any, key: str, op: str) -> Any:
-    if value is None or isinstance(value, bool | str):
-        return value
-    if isinstance(value, int | float):
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ContractError(
-                f"contract key {key!r} ({op}): {value!r} is not a JSON number", key=key
-            )
-        return value
-    if isinstance(value, list | tuple):
-        return [_json_value(item, key, op) for item in value]
-    if isinstance(value, Mapping):
-        copy: dict[str, Any] = {}
-        for name, item in value.items():
-            if not isinstance(name, str):
-                raise ContractError(
-                    f"contract key {key!r} ({op}): object keys must be strings, got {name!r}",
-                    key=key,
-                )
-            copy[name] = _json_value(item, key, op)
-        return copy
-    raise ContractError(
-        f"contract key {key!r} ({op}): operand {value!r} is not a JSON value", key=key
-    )
-
-
-def _check_operand(op: str, operand: Any, key: str) -> None:
-    """Reject an operand the operator cannot use; an ``Arg`` is checked once bound."""
-    if isinstance(operand, Arg):
-        return
-    if op in _ORDERING:
-        if isinstance(operand, bool) or not isinstance(operand, int | float | str):
-            raise ContractError(
-                f"contract key {key!r}: {op} needs a number or a string, "
-                f"got {json_type_name(operand)}",
-                key=key,
-            )
-    elif op in ("in", "nin"):
-        if not isinstance(operand, list):
-            raise ContractError(
-                f"contract key {key!r}: {op} needs a list of values, "
-                f'got {json_type_name(operand)}; write {{"{op}": [...]}}',
-                key=key,
-            )
-    elif op == "exists":
-        if not isinstance(operand, bool):
-            raise ContractError(
-                f"contract key {key!r}: exists needs true or false, got {json_type_name(operand)}",
-                key=key,
-            )
-    elif op == "matches":
-        _compile_pattern(operand, key)
-
-
-def _compile_pattern(pattern: Any, key: str) -> Any:
-    if not isinstance(pattern, str):
-        raise ContractError(
-            f"contract key {key!r}: matches needs a regular expression string, "
-            f"got {json_type_name(pattern)}",
-            key=key,
-        )
-    if len(pattern) > PATTERN_LIMIT:
-        raise ContractError(
-            f"contract key {key!r}: the matches pattern has {len(pattern)} characters, "
-            f"more than the limit of {PATTERN_LIMIT}",
-            key=key,
-        )
-    options = re2.Options()
-    options.log_errors = False
-    options.never_capture = True
-    try:
-        return re2.compile(pattern, options)
-    except (re2.error, UnicodeError) as error:
-        detail = error.args[0] if error.args else error
-        if isinstance(detail, bytes):
-            detail = detail.decode("utf-8", "replace")
-        raise ContractError(
-            f"contract key {key!r}: the matches pattern {pattern!r} is not a valid RE2 "
-            f"regular expression ({detail})",
-            key=key,
-        ) from None
+    return json_value(raw, key, op)
 
 
 def _bind_spec(spec: _Spec, args: Mapping[str, Any]) -> _Spec:
@@ -428,78 +250,10 @@ def _bind_spec(spec: _Spec, args: Mapping[str, Any]) -> _Spec:
     if isinstance(operand, Arg):
         name = operand.name
         try:
-            operand = _json_value(argument(name, f"its {spec.op} operand"), spec.key, spec.op)
-            _check_operand(spec.op, operand, spec.key)
+            operand = json_value(argument(name, f"its {spec.op} operand"), spec.key, spec.op)
+            check_operand(spec.op, operand, spec.key)
         except ContractError as error:
             if name not in args:
                 raise
             raise ContractError(f"{error} (from argument {name!r})", key=spec.key) from None
     return _Spec(spec.key, segments, spec.op, operand)
-
-
-def _bind_operator(op: str, operand: Any, key: str, authored: str) -> _Test:
-    if op in ("eq", "ne"):
-        negate = op == "ne"
-        return lambda actual: (json_equal(actual, operand) != negate, None)
-    if op in ("in", "nin"):
-        negate = op == "nin"
-        return lambda actual: (any(json_equal(actual, item) for item in operand) != negate, None)
-    if op == "exists":
-        return lambda actual: (operand, None)
-    if op in _ORDERING:
-        return _ordering(op, operand, key)
-    if op == "contains":
-        return _contains(operand, key)
-    return _matches(_compile_pattern(operand, authored), key)
-
-
-def _ordering(op: str, operand: Any, key: str) -> _Test:
-    """Numbers with numbers, strings with strings by UTF-16 code units, as JavaScript does."""
-    if isinstance(operand, str):
-        compare_strings = _STRING_ORDERING[op]
-
-        def test_string(actual: Any) -> tuple[bool, str | None]:
-            if not isinstance(actual, str):
-                return False, f"{key} is {json_type_name(actual)}, {op} needs a string"
-            return compare_strings(actual, operand), None
-
-        return test_string
-
-    compare = _ORDERING[op]
-
-    def test_number(actual: Any) -> tuple[bool, str | None]:
-        if isinstance(actual, bool) or not isinstance(actual, int | float):
-            return False, f"{key} is {json_type_name(actual)}, {op} needs a number"
-        return compare(actual, operand), None
-
-    return test_number
-
-
-def _contains(operand: Any, key: str) -> _Test:
-    def test(actual: Any) -> tuple[bool, str | None]:
-        if isinstance(actual, str):
-            if isinstance(operand, str):
-                return operand in actual, None
-            return False, (
-                f"{key} is a string, contains needs a string to look for in it, "
-                f"not {json_type_name(operand)}"
-            )
-        if isinstance(actual, list | tuple):
-            return any(json_equal(item, operand) for item in actual), None
-        return False, f"{key} is {json_type_name(actual)}, contains needs a string or an array"
-
-    return test
-
-
-def _matches(pattern: Any, key: str) -> _Test:
-    def test(actual: Any) -> tuple[bool, str | None]:
-        if not isinstance(actual, str):
-            return False, f"{key} is {json_type_name(actual)}, matches needs a string"
-        try:
-            return pattern.search(actual) is not None, None
-        except UnicodeEncodeError:
-            # A lone surrogate has no UTF-8 form; RE2 sees it as U+FFFD instead.
-            text = actual.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-            return pattern.search(text) is not None, None
-
-    return test

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from assay.errors import ContractError, StateError
-from assay.expr.contract import json_equal
+from assay.expr.filter_operators import json_equal
 from assay.expr.path import MISSING, format_path, parse_path
 
 Path = tuple[str, ...]

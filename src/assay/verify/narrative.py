@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from assay.expr.contract import json_equal
+from assay.expr.filter_operators import json_equal
 from assay.expr.path import MISSING, PathRead, parse_path, read_path
 from assay.expr.predicate import Check
 from assay.redaction import REDACTED, Redaction
