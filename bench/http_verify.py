@@ -11,7 +11,7 @@ evaluates the contract on the outpost's state and stores the verdict durably in 
 ledger (SQLite by default, as ``assay serve`` does) before it answers. Target: the daemon
 at 0.6x the bare endpoint's requests/s or better.
 
-    python bench/http_verify.py [--seconds 8] [--rounds 3] [--concurrency 64] [--profile]
+    python bench/http_verify.py [--seconds 8] [--rounds 5] [--concurrency 64] [--profile]
 """
 
 import argparse
@@ -278,7 +278,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--warmup", type=float, default=2.0)
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of each")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds of each")
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--profile", action="store_true", help="cProfile the daemon's run")
     parser.add_argument("--serve", nargs="+", help=argparse.SUPPRESS)
