@@ -83,6 +83,18 @@ class _Size(enum.IntEnum):
         ["\\", 1.0],
         {"a\\": 2.0, 'b\\"': [3.0], "c": '\\"1.5\\'},
         ['"', "\\\\", 1e21],
+        # A float in every place JSON puts a number (after ":", "," and "["), negative, and in
+        # each form orjson writes. orjson and RFC 8785 write 2.0, -3.0 and 1e16 differently,
+        # so a float the check missed would show; 1.5e-7 and 5e-324 check the other forms.
+        {"a": 2.0},
+        [2.0],
+        [1, -3.0],
+        {"a": [2, 1e16]},
+        {"x": "1.5", "y": -1e16},
+        [1.5e-7, 5e-324],
+        # Text that looks like a float but sits inside strings, beside a real one.
+        {"note": "version 1.5, 2e+3 and :1.0", "n": 2.0},
+        {"note": ",[:1e-5", "f": 1e16},
         {1: "int key"},
         ("a", "tuple"),
         "\ud800",
