@@ -159,6 +159,37 @@ async def test_durable_evidence_keeps_order_and_answers_after_storing(
     ledger.close()
 
 
+async def test_durable_evidence_hands_an_idle_writer_half_a_round(tmp_path: Path) -> None:
+    # Sixteen tasks each wait for their entry before drafting the next, so after the first
+    # commit a whole round of drafts would otherwise reach the writer as one batch. Handed
+    # the queue at half the last batch, the writer syncs one half while the loop drafts the
+    # other. The long timeout makes the hand-over itself certain.
+    backend = SQLiteBackend(tmp_path / "ledger.db")
+    ledger = Ledger(backend)
+    batches: list[list[tuple[int, int]]] = []
+    backend.add_commit_listener(
+        lambda entries: batches.append([(e.body["task"], e.body["round"]) for e in entries])
+    )
+    evidence = DurableEvidence(ledger, handover_timeout=60.0)
+    tasks, rounds = 16, 10
+
+    async def appender(task: int) -> None:
+        for round_ in range(rounds):
+            ticket = evidence.append("fire", {"task": task, "round": round_}, session="s")
+            await evidence.durable(ticket)
+
+    await asyncio.gather(*(appender(task) for task in range(tasks)))
+    evidence.close()
+    sizes = [len(batch) for batch in batches]
+    assert sum(sizes) == tasks * rounds
+    assert any(size <= tasks // 2 for size in sizes[1:]), sizes
+    stored = [pair for batch in batches for pair in batch]
+    for task in range(tasks):  # each task's entries in the order it drafted them
+        assert [r for t, r in stored if t == task] == list(range(rounds))
+    assert ledger.verify().ok
+    ledger.close()
+
+
 async def test_the_outpost_journey_through_the_host() -> None:
     outpost = Outpost(delivery_delay=0.2, mode_delay=0.1, release_delay=0.1, mode="GUIDED")
     application = Application(APPLICATION.graph, start="inbox", connect=outpost_connector(outpost))

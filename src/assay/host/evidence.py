@@ -7,6 +7,15 @@ nothing is queued); one writer thread stores the queue in order, in batches, one
 commit per batch. A port answers a caller only after ``await durable()``, so nothing it
 acknowledges can be lost to a crash. A ledger whose appends never wait (memory) is stored
 to at once, on the caller's thread, with no writer thread at all.
+
+The writer's commit (the insert and the sync) runs without the GIL, so it could overlap the
+loop's drafting of the next entries; but a woken writer gets the GIL only once the loop
+blocks, which under load is after every ready task has drafted, so the two would take turns
+and never overlap. So when the writer is idle and as many entries are queued as half the last
+batch held, ``append`` hands it the queue: the loop waits (briefly; at most
+``handover_timeout``) until the writer has taken it, the writer commits that half while the
+loop drafts the rest, and from then on two batches alternate, one syncing while the other is
+drafted.
 """
 
 from __future__ import annotations
@@ -22,13 +31,22 @@ from assay.ledger.entry import EntryDraft
 from assay.ledger.ledger import Ledger
 
 _BATCH = 512
+_HANDOVER_FROM = 4
+"""The smallest last batch that makes an idle writer take the queue at half its size: below
+it, handing over would cost the loop a thread round trip to save less than it costs."""
 
 
 class DurableEvidence:
-    """Queue evidence for ``ledger`` without blocking; entries keep the order appended."""
+    """Queue evidence for ``ledger`` without blocking; entries keep the order appended.
 
-    def __init__(self, ledger: Ledger) -> None:
+    ``handover_timeout`` bounds, in seconds, how long ``append`` may wait for an idle writer
+    to take the queue (see the module's notes); past it, the loop goes on and the writer
+    takes the queue whenever it next runs.
+    """
+
+    def __init__(self, ledger: Ledger, *, handover_timeout: float = 0.01) -> None:
         self.ledger = ledger
+        self.handover_timeout = handover_timeout
         self._queue: deque[EntryDraft] = deque()
         self._wake = threading.Condition()
         self._queued = 0  # entries ever queued
@@ -38,6 +56,8 @@ class DurableEvidence:
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._closing = False
         self._writer_waiting = False  # the writer waits for entries: wake it (lock held)
+        self._last_batch = 0  # entries the writer took last time
+        self._handover: threading.Event | None = None  # set once the writer took the queue
         self.inline = not ledger.backend.appends_wait  # stored at once, no writer thread
         self._writer = threading.Thread(target=self._run, name="assay evidence", daemon=True)
         if not self.inline:
@@ -63,9 +83,20 @@ class DurableEvidence:
                 return self._queued
             self._queue.append(draft)
             self._queued += 1
+            ticket = self._queued
+            handover = None
             if self._writer_waiting:
-                self._wake.notify()
-            return self._queued
+                if len(self._queue) == 1:
+                    self._wake.notify()
+                if (
+                    self._handover is None
+                    and self._last_batch >= _HANDOVER_FROM
+                    and len(self._queue) >= self._last_batch // 2
+                ):
+                    handover = self._handover = threading.Event()
+        if handover is not None:
+            handover.wait(self.handover_timeout)
+        return ticket
 
     async def durable(self, ticket: int | None = None) -> None:
         """Return once every entry queued up to ``ticket`` (default: all so far) is stored
@@ -105,6 +136,8 @@ class DurableEvidence:
                 if not self._queue:
                     return
                 batch = [self._queue.popleft() for _ in range(min(_BATCH, len(self._queue)))]
+                self._last_batch = len(batch)
+                self._release_handover()
             if not self._store(batch):
                 return
 
@@ -127,6 +160,12 @@ class DurableEvidence:
             done = [future for target, future in self._waiters if target <= stored]
             self._waiters = [(t, f) for t, f in self._waiters if t > stored]
         _resolve(done, None)
+
+    def _release_handover(self) -> None:
+        """Let a loop waiting to hand over the queue go on (lock held)."""
+        if self._handover is not None:
+            self._handover.set()
+            self._handover = None
 
     def _fail(self, failure: LedgerError) -> None:
         with self._wake:
