@@ -151,6 +151,25 @@ async def test_verify_checks_expressions_and_filter_contracts_and_records_verdic
     assert [entry.kind for entry in host.ledger.query()] == ["verdict", "verdict"]
 
 
+async def test_expressions_that_read_as_json_arrive_as_sent(panel: tuple[Host, Client]) -> None:
+    # The SDK parses a string argument as JSON before validating it; an array literal or
+    # null must still be evaluated as the expression the agent wrote, with JS semantics.
+    host, client = panel
+    answers = {}
+    for expression in ("null", "[]", "[1, 2]"):
+        result = await client.call_tool("verify", {"expression": expression, "timeout_ms": 0})
+        assert result.is_error is False, result.content
+        assert result.structured_content is not None
+        answers[result.structured_content["expression"]] = result.structured_content["result"]
+    assert answers == {"null": False, "[]": True, "[1, 2]": True}  # an array is truthy
+    fired = await client.call_tool(
+        "fire", {"action": "panel.arm", "wait_ms": 0, "verify_expression": "[0]"}
+    )
+    assert fired.is_error is False, fired.content
+    (fire,) = host.ledger.query(kind="fire")
+    assert fire.body["contract"] == '({"system.armed":{"eq":true}}) && ([0])'
+
+
 async def test_progress_is_notified_while_a_fire_waits(panel: tuple[Host, Client]) -> None:
     host, client = panel
     seen: list[tuple[float, float | None, str | None]] = []

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from assay.errors import (
     ContractError,
@@ -49,6 +49,23 @@ ordinary results with their figures.
 """
 
 
+def _sent_text(value: object) -> object:
+    """An expression argument as the client sent it, where the SDK parsed it as JSON first.
+
+    The SDK reads a string argument as JSON whenever its annotation is not plain ``str``,
+    and keeps what it read unless that is a string or a number: so the expression ``[1, 2]``
+    would arrive as a list, and fail validation as one. Written back as JSON it is the same
+    array literal (its spacing aside). A JSON object is left as it is: a filter contract.
+    """
+    return json.dumps(value) if isinstance(value, list) else value
+
+
+def _sent_expression(value: object) -> object:
+    """``_sent_text``, and ``null`` as well: a required expression that arrives as None was
+    the literal ``null`` (or a null the schema refuses anyway), echoed as such."""
+    return "null" if value is None else _sent_text(value)
+
+
 class AssayTools:
     """The tools of one MCP server: they act in session ``session`` of ``host``."""
 
@@ -67,7 +84,9 @@ class AssayTools:
         action: Annotated[str, _FIRE["action"]],
         args: Annotated[dict[str, Any], _FIRE["args"]],
         wait_ms: Annotated[int, _FIRE["wait_ms"]] = DEFAULT_WAIT_MS,
-        verify_expression: Annotated[str | None, _FIRE["verify_expression"]] = None,
+        verify_expression: Annotated[
+            str | None, BeforeValidator(_sent_text), _FIRE["verify_expression"]
+        ] = None,
         *,
         ctx: Context,
     ) -> Annotated[CallToolResult, ActionResponse]:
@@ -146,7 +165,9 @@ class AssayTools:
 
     async def verify(
         self,
-        expression: Annotated[str | dict[str, Any], _VERIFY["expression"]],
+        expression: Annotated[
+            str | dict[str, Any], BeforeValidator(_sent_expression), _VERIFY["expression"]
+        ],
         timeout_ms: Annotated[int, _VERIFY["timeout_ms"]] = 5000,
         settle_ms: Annotated[int, _VERIFY["settle_ms"]] = 0,
     ) -> Annotated[CallToolResult, VerificationOutcome]:
