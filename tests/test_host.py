@@ -7,13 +7,14 @@ effects land after real delays of a few hundred milliseconds).
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from assay.errors import IdempotencyKeyReusedError, NotFoundError, RequestError
+from assay.errors import IdempotencyKeyReusedError, LedgerError, NotFoundError, RequestError
 from assay.examples.outpost import APPLICATION, Outpost, outpost_connector
 from assay.graph import build_navigation_graph
 from assay.host import Application, DurableEvidence, Host
@@ -188,6 +189,60 @@ async def test_durable_evidence_hands_an_idle_writer_half_a_round(tmp_path: Path
         assert [r for t, r in stored if t == task] == list(range(rounds))
     assert ledger.verify().ok
     ledger.close()
+
+
+async def test_durable_evidence_stores_a_lone_callers_entry_on_the_loop(tmp_path: Path) -> None:
+    # One caller at a time: the loop stores its entry itself, sparing it two thread
+    # wake-ups. Callers waiting together, or entries nobody waits for, go to the writer.
+    backend = SQLiteBackend(tmp_path / "ledger.db")
+    ledger = Ledger(backend)
+    committed_by: list[tuple[int, int]] = []
+    backend.add_commit_listener(
+        lambda entries: committed_by.append((threading.get_ident(), len(entries)))
+    )
+    evidence = DurableEvidence(ledger)
+    loop_thread = threading.get_ident()
+
+    for n in range(5):
+        await evidence.durable(evidence.append("fire", {"n": n}, session="s"))
+    assert committed_by == [(loop_thread, 1)] * 5
+    assert evidence.commits_in_place == 5
+
+    async def together(n: int) -> None:
+        await evidence.durable(evidence.append("fire", {"n": n}, session="s"))
+
+    await asyncio.gather(*(together(n) for n in range(5, 13)))
+    writer, together_batch = committed_by[5]
+    assert (together_batch, len(committed_by)) == (8, 6)
+    assert writer != loop_thread
+
+    evidence.append("fire", {"n": 13}, session="s")  # nobody awaits it: the writer stores it
+    while evidence.pending:
+        await asyncio.sleep(0.001)
+    assert committed_by[6] == (writer, 1)
+    await evidence.durable(evidence.append("fire", {"n": 14}, session="s"))
+    assert committed_by[7] == (loop_thread, 1)
+    assert (evidence.commits, evidence.commits_in_place) == (8, 6)
+
+    evidence.close()
+    assert [entry.body["n"] for entry in ledger.query()] == list(range(15))
+    assert ledger.verify().ok
+    ledger.close()
+
+
+async def test_durable_evidence_reports_a_failed_store_on_the_loop(tmp_path: Path) -> None:
+    backend = SQLiteBackend(tmp_path / "ledger.db")
+    ledger = Ledger(backend)
+    evidence = DurableEvidence(ledger)
+    await evidence.durable(evidence.append("fire", {"n": 0}, session="s"))
+    backend.close()  # the next store fails, in place, as a lone caller's would
+    ticket = evidence.append("fire", {"n": 1}, session="s")
+    with pytest.raises(LedgerError, match="is closed; open it again"):
+        await evidence.durable(ticket)
+    assert evidence.commits_in_place == 1
+    with pytest.raises(LedgerError, match="is closed"):
+        evidence.append("fire", {"n": 2}, session="s")
+    evidence.close()
 
 
 async def test_the_outpost_journey_through_the_host() -> None:

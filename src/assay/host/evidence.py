@@ -5,8 +5,16 @@ server those run on the event loop, where a disk sync would stall every other re
 ``append`` only validates, redacts and queues the entry (a malformed one raises at once and
 nothing is queued); one writer thread stores the queue in order, in batches, one durable
 commit per batch. A port answers a caller only after ``await durable()``, so nothing it
-acknowledges can be lost to a crash. A ledger whose appends never wait (memory) is stored
+acknowledged can be lost to a crash. A ledger whose appends never wait (memory) is stored
 to at once, on the caller's thread, with no writer thread at all.
+
+A lone caller is the exception. Handing its entry to the writer and being woken by it
+costs two thread wake-ups, as much as the sync itself on a fast disk. So when the writer is
+idle, the loop wakes it only at the end of the iteration that queued the entry, after the
+other ready tasks had their turn to queue theirs; if by then the queue is exactly what one
+caller awaits, and nobody else awaits anything, the loop stores it itself. The loop is
+blocked for that one commit, when no other caller was waiting on the ledger; as soon as two
+are, the writer commits for them.
 
 The writer's commit (the insert and the sync) runs without the GIL, so it could overlap the
 loop's drafting of the next entries; but a woken writer gets the GIL only once the loop
@@ -52,12 +60,15 @@ class DurableEvidence:
         self._queued = 0  # entries ever queued
         self._stored = 0  # entries ever stored
         self.commits = 0  # batches stored, one durable commit each
+        self.commits_in_place = 0  # of them, stored by the loop for a lone caller
         self._failure: LedgerError | None = None
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._closing = False
         self._writer_waiting = False  # the writer waits for entries: wake it (lock held)
         self._last_batch = 0  # entries the writer took last time
         self._handover: threading.Event | None = None  # set once the writer took the queue
+        self._in_place = False  # the loop is storing a batch itself (see _kick)
+        self._kick_loop: asyncio.AbstractEventLoop | None = None  # where a _kick is due
         self.inline = not ledger.backend.appends_wait  # stored at once, no writer thread
         self._writer = threading.Thread(target=self._run, name="assay evidence", daemon=True)
         if not self.inline:
@@ -86,14 +97,15 @@ class DurableEvidence:
             ticket = self._queued
             handover = None
             if self._writer_waiting:
-                if len(self._queue) == 1:
-                    self._wake.notify()
                 if (
                     self._handover is None
                     and self._last_batch >= _HANDOVER_FROM
                     and len(self._queue) >= self._last_batch // 2
                 ):
                     handover = self._handover = threading.Event()
+                    self._wake.notify()
+                else:
+                    self._wake_writer()
         if handover is not None:
             handover.wait(self.handover_timeout)
         return ticket
@@ -126,10 +138,44 @@ class DurableEvidence:
         if not self.inline:
             self._writer.join()
 
+    def _wake_writer(self) -> None:
+        """Have the idle writer take the queue (lock held): at once from a thread without a
+        running event loop, else in ``_kick`` at the end of this loop iteration."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._wake.notify()
+            return
+        if self._kick_loop is not loop:  # else a kick is due on this loop already
+            self._kick_loop = loop
+            loop.call_soon(self._kick)
+
+    def _kick(self) -> None:
+        """Store the queue here if it is exactly what the one waiting caller awaits, else
+        wake the writer (see the module's notes)."""
+        with self._wake:
+            self._kick_loop = None
+            if not self._queue or not self._writer_waiting or self._in_place:
+                return  # stored already, or the writer is busy and takes the queue next
+            if len(self._waiters) != 1 or self._waiters[0][0] < self._queued:
+                self._wake.notify()
+                return
+            batch = list(self._queue)
+            self._queue.clear()
+            self._in_place = True
+        try:
+            if self._store(batch):
+                self.commits_in_place += 1
+        finally:
+            with self._wake:
+                self._in_place = False
+                if self._queue or self._closing:
+                    self._wake.notify()
+
     def _run(self) -> None:
         while True:
             with self._wake:
-                while not self._queue and not self._closing:
+                while (not self._queue and not self._closing) or self._in_place:
                     self._writer_waiting = True
                     self._wake.wait()
                     self._writer_waiting = False
@@ -176,7 +222,8 @@ class DurableEvidence:
 
 
 def _resolve(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
-    """Settle ``futures`` from the writer thread: one wake-up per event loop, not per future."""
+    """Settle ``futures`` in their loops' threads: one call per loop, not per future, and a
+    wake-up only for a loop other than the one running here."""
     by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
     for future in futures:
         by_loop.setdefault(future.get_loop(), []).append(future)
@@ -190,6 +237,13 @@ def _resolve(futures: list[asyncio.Future[None]], error: BaseException | None) -
             else:
                 future.set_exception(error)
 
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
     for loop, batch in by_loop.items():
+        if loop is running:
+            loop.call_soon(settle, batch)
+            continue
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
             loop.call_soon_threadsafe(settle, batch)
