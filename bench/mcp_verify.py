@@ -7,13 +7,15 @@ in alternating rounds of sequential calls: ``assay mcp`` hosting the built-in ex
 SQLite ledger in a temporary folder (every verify records a verdict and answers only once it
 is durable, as shipped), the same with a ``memory:`` ledger (no disk), and an ``MCPServer``
 with one ``echo`` tool (this file, run with ``--echo-server``), with the collector settings
-``assay mcp`` uses (``prepare_to_serve``). Each call is timed from the client's send to its
-parsed result.
+``assay mcp`` uses (``prepare_to_serve``), twice: over the SDK's stdio transport (the peer
+the target names) and over assay's (``assay.mcp.stdio``, which ``assay mcp`` serves with),
+so that the transport's share and assay's own cost can be told apart. Each call is timed
+from the client's send to its parsed result.
 
-The target (issue 7) is assay, as shipped, at >= 0.8x the echo tool's calls per second. Then
-the same calls are made in this process without a transport, to show where a round trip's
-time goes; ``--profile`` adds a cProfile of the verify tool. Informational: the exit status
-is 0 whatever the figures.
+The target (issue 7) is assay, as shipped, at >= 0.8x the SDK echo tool's calls per second.
+Then the same calls are made in this process without a transport, to show where a round
+trip's time goes; ``--profile`` adds a cProfile of the verify tool. Informational: the exit
+status is 0 whatever the figures.
 """
 
 from __future__ import annotations
@@ -40,11 +42,13 @@ PYTHON = sys.version.split()[0]
 EXPRESSION = "inbox.unread === 3 && drone.payload === 'stowed'"
 
 
-def echo_server() -> None:
-    """The SDK's trivial server: one tool that answers its argument."""
+def echo_server(transport: str) -> None:
+    """The SDK's trivial server: one tool that answers its argument, over the SDK's stdio
+    transport (``sdk``) or assay's (``assay``)."""
     from mcp.server import MCPServer
 
     from assay.host.collector import prepare_to_serve
+    from assay.mcp.stdio import serve_stdio
 
     server: Any = MCPServer("echo", log_level="WARNING")
 
@@ -54,7 +58,10 @@ def echo_server() -> None:
         return text
 
     prepare_to_serve()  # the collector settings assay mcp runs with
-    server.run("stdio")
+    if transport == "sdk":
+        server.run("stdio")
+    else:
+        asyncio.run(serve_stdio(server))
 
 
 def _percentile(samples: Sequence[float], fraction: float) -> float:
@@ -90,10 +97,13 @@ async def round_trips(calls: int, rounds: int, warmup: int, sqlite: str) -> dict
 
     assay = str(VENV_BIN / "assay")
     verify = {"expression": EXPRESSION}
+    echo = {"text": "hi"}
+    python = sys.executable
     peers = [
         Peer("assay, SQLite", assay, ["mcp", "--ledger", sqlite], "verify", verify),
         Peer("assay, memory:", assay, ["mcp", "--ledger", "memory:"], "verify", verify),
-        Peer("echo tool", sys.executable, [__file__, "--echo-server"], "echo", {"text": "hi"}),
+        Peer("echo tool", python, [__file__, "--echo-server", "sdk"], "echo", echo),
+        Peer("echo, assay stdio", python, [__file__, "--echo-server", "assay"], "echo", echo),
     ]
     async with AsyncExitStack() as stack:
         clients = []
@@ -169,6 +179,12 @@ def report(peers: dict[str, Peer], local: dict[str, float], rounds: int, calls: 
         f"assay verify (durable SQLite ledger) / echo tool: {ratio(relative)} calls/s "
         f"(target >= {TARGET}x: {verdict}); {rounds} alternating rounds of {calls} calls"
     )
+    same = rates["assay, SQLite"] / rates["echo, assay stdio"]
+    transport = rates["echo, assay stdio"] / echo
+    print(
+        f"transport aside: assay verify / the echo tool on assay's stdio transport: "
+        f"{ratio(same)}; that transport / the SDK's, for the echo tool: {ratio(transport)}"
+    )
     median = {name: _percentile(p.samples, 0.5) * 1000 for name, p in peers.items()}
     print("\nwhere a verify round trip's time goes (median ms per call):")
     rows = [
@@ -187,6 +203,7 @@ def report(peers: dict[str, Peer], local: dict[str, float], rounds: int, calls: 
         ),
         ("= the round trip, SQLite ledger", median["assay, SQLite"]),
         ("the echo tool's whole round trip", median["echo tool"]),
+        ("the same on assay's stdio transport", median["echo, assay stdio"]),
     ]
     for label, value in rows:
         print(f"  {label:56} {value:6.3f}")
@@ -194,13 +211,13 @@ def report(peers: dict[str, Peer], local: dict[str, float], rounds: int, calls: 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--echo-server", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--echo-server", choices=("sdk", "assay"), help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="fewer calls")
     parser.add_argument("--calls", type=int, default=500, help="calls per round and peer")
     parser.add_argument("--profile", action="store_true", help="profile the verify tool")
     args = parser.parse_args()
     if args.echo_server:
-        echo_server()
+        echo_server(args.echo_server)
         return
     calls = 100 if args.quick else args.calls
     rounds = 2 if args.quick else 6

@@ -1,17 +1,23 @@
 """``assay mcp`` as a real subprocess, over stdio, driven by the SDK's own stdio client.
 
 The subprocess hosts the built-in outpost (its effects land after real delays) and writes to
-a SQLite ledger in a temporary folder, read back once the server has exited.
+a SQLite ledger in a temporary folder, read back once the server has exited. Then the stdio
+transport itself, fed raw JSON-RPC lines through pipes and from a file.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.server import MCPServer
 
 from assay.ledger import open_ledger
 from mcp_agent import check_outpost_journey, outpost_journey
@@ -72,3 +78,137 @@ async def test_a_cancelled_fire_still_settles_in_the_ledger_over_stdio(tmp_path:
             ("fire", "inbox.send#1"),
             ("settlement", "inbox.send#1"),
         ]
+
+
+def _initialize(request_id: int) -> dict[str, object]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "pipeline", "version": "1"},
+        },
+    }
+
+
+def _lines(*messages: object) -> bytes:
+    return b"".join(json.dumps(message).encode() + b"\n" for message in messages)
+
+
+@pytest.mark.parametrize("stdin_is", ["a pipe", "a file"])
+def test_requests_piped_in_are_all_answered_and_bad_lines_skipped(
+    stdin_is: str, tmp_path: Path
+) -> None:
+    # A pipe is read on the event loop, a file in a worker thread: the same answers. The
+    # first verify request is one line of 300 KB, read in several chunks; the second is
+    # answered only when its 300 ms run out, long after stdin has ended (the SDK's server
+    # would cancel it then, unanswered); the last request has no newline.
+    long_expression = "inbox.unread === " + "1" * 300_000
+    requests = (
+        _lines(
+            _initialize(1),
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        )
+        + b"\n{not json\n"
+        + _lines(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "verify", "arguments": {"expression": long_expression}},
+            },
+            {
+                "jsonrpc": "2.0",
+                "id": 4,
+                "method": "tools/call",
+                "params": {
+                    "name": "verify",
+                    "arguments": {"expression": "inbox.unread === 99", "timeout_ms": 300},
+                },
+            },
+        )
+        + json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}).encode()
+    )
+    command = [ASSAY, "mcp", "--ledger", "memory:"]
+    if stdin_is == "a pipe":
+        done = subprocess.run(command, input=requests, capture_output=True, timeout=60, check=False)
+    else:
+        (tmp_path / "requests.jsonl").write_bytes(requests)
+        with (tmp_path / "requests.jsonl").open("rb") as stdin:
+            done = subprocess.run(
+                command, stdin=stdin, capture_output=True, timeout=60, check=False
+            )
+    assert done.returncode == 0, done.stderr
+    answers = {message["id"]: message for message in map(json.loads, done.stdout.splitlines())}
+    assert sorted(answers) == [1, 2, 3, 4]
+    assert answers[4]["result"]["structuredContent"]["passed"] is False
+    verdict = answers[2]["result"]
+    assert verdict["isError"] is True
+    assert "the limit is 10000" in verdict["content"][0]["text"]
+    tools = {tool["name"] for tool in answers[3]["result"]["tools"]}
+    assert tools == {"list_actions", "fire", "did_it_work", "get_state", "verify"}
+
+
+STRAY_PRINTER = """
+import asyncio
+from mcp.server import MCPServer
+from assay.mcp.stdio import serve_stdio
+
+server = MCPServer("printer")
+
+@server.tool()
+def shout(text: str) -> str:
+    print("stray output from a tool", flush=True)
+    return text.upper()
+
+asyncio.run(serve_stdio(server))
+"""
+
+
+def test_stray_output_from_a_tool_goes_to_stderr_not_the_wire() -> None:
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "shout", "arguments": {"text": "hi"}},
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", STRAY_PRINTER],
+        check=False,
+        input=_lines(
+            _initialize(1), {"jsonrpc": "2.0", "method": "notifications/initialized"}, call
+        ),
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [answer["id"] for answer in answers] == [1, 2]
+    assert answers[1]["result"]["content"][0]["text"] == "HI"
+    assert b"stray output from a tool" in done.stderr
+
+
+CHECK_PIPES = "from assay.mcp.stdio import stdio_served_here; print(stdio_served_here())"
+
+
+def test_the_event_loop_transport_serves_pipes_sockets_and_files(tmp_path: Path) -> None:
+    def served(**streams: Any) -> str:
+        command = [sys.executable, "-c", CHECK_PIPES]
+        done = subprocess.run(command, stdout=subprocess.PIPE, timeout=60, check=False, **streams)
+        return done.stdout.decode().strip()
+
+    assert served(stdin=subprocess.PIPE, stderr=subprocess.PIPE) == "True"
+    (tmp_path / "in").write_text("")
+    with (tmp_path / "in").open() as regular_file:
+        assert served(stdin=regular_file, stderr=subprocess.PIPE) == "True"
+    with open(os.devnull) as device:  # a device (like a terminal): the SDK's transport
+        assert served(stdin=device, stderr=subprocess.PIPE) == "False"
+    # stdout and stderr on one pipe: the diverted stray output would reach the wire.
+    assert served(stdin=subprocess.PIPE, stderr=subprocess.STDOUT) == "False"
+    # The SDK offers no public way to run an MCPServer over given streams; the pinned
+    # version's low-level server does, and an upgrade that drops it must fail here.
+    lowlevel = getattr(MCPServer("probe"), "_lowlevel_server", None)
+    assert callable(getattr(lowlevel, "run", None))
+    assert callable(getattr(lowlevel, "create_initialization_options", None))

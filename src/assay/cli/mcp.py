@@ -67,12 +67,13 @@ async def _serve(application: Application, ledger: Ledger, args: argparse.Namesp
     from assay.host.collector import prepare_to_serve
     from assay.mcp import build_server
     from assay.mcp.http import StreamableHttpEndpoint
+    from assay.mcp.stdio import serve_stdio
 
     async with Host(application, ledger) as host:
         server = build_server(host)
         prepare_to_serve()
         if args.transport == "stdio":
-            await server.run_stdio_async()
+            await serve_stdio(server)
             return
         async with StreamableHttpEndpoint(server, host=args.host, port=args.port) as endpoint:
             print(

@@ -2,8 +2,8 @@
 
 ``build_server(host)`` answers an ``MCPServer`` whose five tools (``list_actions``, ``fire``,
 ``did_it_work``, ``get_state``, ``verify``) act on one session of a started ``Host``;
-``StreamableHttpEndpoint`` serves one over streamable HTTP on loopback; ``assay mcp`` runs
-one over stdio or HTTP.
+``StreamableHttpEndpoint`` serves one over streamable HTTP on loopback and ``serve_stdio``
+(``assay.mcp.stdio``) over stdio; ``assay mcp`` runs one over either.
 """
 
 from assay.mcp.server import build_server, fire_annotations, irreversible_actions

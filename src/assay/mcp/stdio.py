@@ -1,0 +1,245 @@
+"""``serve_stdio``: an ``MCPServer`` over this process's stdin and stdout, on the event loop.
+
+The SDK's stdio transport reads and writes through anyio's file wrappers, which run every
+line read, every write and every flush in a worker thread: three thread round trips per
+request, about 0.5 ms of the SDK echo tool's 1.75 ms round trip in ``bench/mcp_verify.py``.
+When stdin and stdout are pipes or sockets, as an MCP client that launches a server makes
+them, this transport reads and writes them on the event loop instead; a regular file (a
+batch of requests, a file of answers) is read or written in a worker thread. Anything else
+(a terminal, a device, stdout and stderr sharing one pipe) is served by the SDK's transport.
+
+As the SDK's transport does, it serves the wire from private duplicates of fds 0 and 1 and
+points fd 0 at the null device and fd 1 at stderr meanwhile, so that stray output from a
+handler or a child process cannot corrupt the protocol; both are restored on return. One
+JSON-RPC message per line, UTF-8 (undecodable bytes replaced, as the SDK does); a line that
+is not a message reaches the server as its validation error, and blank lines are skipped.
+
+The SDK's server cancels every request in flight when its input ends. A client may close
+stdin once it has sent its last request and still read the answers (``assay mcp < requests``
+does), so at the end of stdin this transport first waits, up to ``DRAIN_AT_EOF_S``, until
+every request read has been answered or cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import stat
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import anyio
+import mcp_types
+from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from mcp.server import MCPServer
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+_CHUNK = 1 << 16
+DRAIN_AT_EOF_S = 120.0
+"""How long the end of stdin waits for the answers still owed: longer than any tool's wait."""
+
+
+async def serve_stdio(server: MCPServer) -> None:
+    """Serve ``server`` over stdin and stdout until stdin ends or the client goes away."""
+    # The SDK runs an MCPServer over given streams only through its low-level server.
+    lowlevel: Any = getattr(server, "_lowlevel_server", None)
+    if lowlevel is None or not stdio_served_here():
+        await server.run_stdio_async()
+        return
+    sys.stdout.flush()
+    with _claimed_stdio() as (wire_in, wire_out):
+        async with _wire(wire_in, wire_out) as (read, write):
+            await _serve(lowlevel, read, write)
+
+
+def stdio_served_here() -> bool:
+    """Whether this transport serves fds 0 and 1: each a pipe, a socket or a regular file,
+    and fd 1 not the same file as fd 2 (where diverted stray output would reach the wire)."""
+    try:
+        stdin, stdout, stderr = (os.fstat(fd) for fd in (0, 1, 2))
+    except OSError:
+        return False
+    if (stdout.st_dev, stdout.st_ino) == (stderr.st_dev, stderr.st_ino):
+        return False
+    return _kind(stdin) is not None and _kind(stdout) is not None
+
+
+def _kind(status: os.stat_result) -> str | None:
+    if stat.S_ISFIFO(status.st_mode) or stat.S_ISSOCK(status.st_mode):
+        return "stream"
+    return "file" if stat.S_ISREG(status.st_mode) else None
+
+
+@contextlib.contextmanager
+def _claimed_stdio() -> Iterator[tuple[int, int]]:
+    """Fresh duplicates of fds 0 and 1 for the wire (the caller's to close), with fd 0 on
+    the null device and fd 1 on stderr until the block ends."""
+    saved = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3) for fd in (0, 1)]
+    wire = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3) for fd in (0, 1)]
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+        os.dup2(2, 1)
+    finally:
+        os.close(null)
+    try:
+        yield wire[0], wire[1]
+    finally:
+        for fd, original in zip((0, 1), saved, strict=True):
+            os.dup2(original, fd)
+            os.set_blocking(fd, True)  # the loop made a pipe's shared description non-blocking
+            os.close(original)
+
+
+ReadChunk = Callable[[], Awaitable[bytes]]
+WriteLine = Callable[[bytes], Awaitable[None]]
+
+
+@contextlib.asynccontextmanager
+async def _wire(wire_in: int, wire_out: int) -> Any:
+    """``(read, write)``: read a chunk (empty at the end), write a line; closes both fds."""
+    loop = asyncio.get_running_loop()
+    with contextlib.ExitStack() as closing:
+        if _kind(os.fstat(wire_in)) == "stream":
+            reader = asyncio.StreamReader()
+            transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(wire_in, "rb", 0)
+            )
+            closing.callback(transport.close)
+
+            async def read() -> bytes:
+                return await reader.read(_CHUNK)
+        else:
+            closing.callback(os.close, wire_in)
+
+            async def read() -> bytes:
+                return await anyio.to_thread.run_sync(os.read, wire_in, _CHUNK)
+
+        if _kind(os.fstat(wire_out)) == "stream":
+            out_transport, protocol = await loop.connect_write_pipe(
+                lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()),
+                os.fdopen(wire_out, "wb", 0),
+            )
+            closing.callback(out_transport.close)
+            writer = asyncio.StreamWriter(out_transport, protocol, None, loop)
+
+            async def write(line: bytes) -> None:
+                writer.write(line)
+                await writer.drain()
+        else:
+            closing.callback(os.close, wire_out)
+
+            async def write(line: bytes) -> None:
+                await anyio.to_thread.run_sync(_write_all, wire_out, line)
+
+        yield read, write
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+async def _serve(lowlevel: Any, read: ReadChunk, write: WriteLine) -> None:
+    incoming_send, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    outgoing, outgoing_receive = anyio.create_memory_object_stream[SessionMessage](0)
+    owed = _Unanswered()
+    async with anyio.create_task_group() as reading:
+        reading.start_soon(_read_messages, read, incoming_send, owed)
+        async with anyio.create_task_group() as serving:
+            serving.start_soon(_write_messages, outgoing_receive, write, owed, reading.cancel_scope)
+            async with outgoing:  # closed once the server is done: the writer drains
+                await lowlevel.run(incoming, outgoing, lowlevel.create_initialization_options())
+        reading.cancel_scope.cancel()  # stdin may still be open
+
+
+class _Unanswered:
+    """The ids of the requests read and not yet answered or cancelled."""
+
+    def __init__(self) -> None:
+        self._ids: set[str | int] = set()
+        self._emptied: anyio.Event | None = None
+
+    def read(self, message: mcp_types.JSONRPCMessage) -> None:
+        if isinstance(message, mcp_types.JSONRPCRequest):
+            self._ids.add(message.id)
+        elif (
+            isinstance(message, mcp_types.JSONRPCNotification)
+            and message.method == "notifications/cancelled"
+            and isinstance(message.params, dict)
+        ):
+            self._settle(message.params.get("requestId"))
+
+    def written(self, message: mcp_types.JSONRPCMessage) -> None:
+        if isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError):
+            self._settle(message.id)
+
+    async def drained(self) -> None:
+        """Return once nothing is owed, or after ``DRAIN_AT_EOF_S``."""
+        if self._ids:
+            self._emptied = anyio.Event()
+            with anyio.move_on_after(DRAIN_AT_EOF_S):
+                await self._emptied.wait()
+
+    def _settle(self, request_id: object) -> None:
+        self._ids.discard(request_id)
+        if not self._ids and self._emptied is not None:
+            self._emptied.set()
+
+
+async def _read_messages(
+    read: ReadChunk, send: ObjectSendStream[SessionMessage | Exception], owed: _Unanswered
+) -> None:
+    """Deliver each line read as a message (or its validation error) until stdin ends and
+    every request read has been answered."""
+    async with send:
+        pending = bytearray()
+        while chunk := await read():
+            scanned = len(pending)  # no newline before here: search only the new bytes
+            pending += chunk
+            while (end := pending.find(b"\n", scanned)) >= 0:
+                line = bytes(pending[:end])
+                del pending[: end + 1]
+                scanned = 0
+                await _deliver(line, send, owed)
+        await _deliver(bytes(pending), send, owed)  # a last line without its newline
+        await owed.drained()
+
+
+async def _deliver(
+    line: bytes, send: ObjectSendStream[SessionMessage | Exception], owed: _Unanswered
+) -> None:
+    text = line.decode("utf-8", "replace")
+    if not text.strip():
+        return
+    try:
+        message = mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except ValidationError as error:
+        await send.send(error)
+        return
+    owed.read(message)
+    await send.send(SessionMessage(message))
+
+
+async def _write_messages(
+    receive: ObjectReceiveStream[SessionMessage],
+    write: WriteLine,
+    owed: _Unanswered,
+    scope: anyio.CancelScope,
+) -> None:
+    """Write each outgoing message as a line; stop serving when the client has gone."""
+    async with receive:
+        async for session_message in receive:
+            message = session_message.message
+            line = message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+            try:
+                await write(line.encode())
+            except (BrokenPipeError, ConnectionResetError):
+                scope.cancel()
+                return
+            owed.written(message)
