@@ -34,6 +34,18 @@ def test_caret_points_into_the_right_line() -> None:
     assert error.lineno == 2
 
 
+def test_a_long_line_is_shown_around_the_caret_only() -> None:
+    source = "a." + "b" * 200 + " = = 1 && " + "c" * 200
+    error = syntax_error(source)
+    assert error.position == 203
+    shown, caret = error.caret.split("\n")
+    assert shown == "…" + source[143:223] + "…"
+    assert caret == " " * 61 + "^"
+    assert shown[caret.index("^")] == "="
+    assert len(str(error)) < 250
+    assert error.text == source  # SyntaxError's own field keeps the whole line
+
+
 @pytest.mark.parametrize(
     ("source", "reason", "position"),
     [

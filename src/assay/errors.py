@@ -43,8 +43,12 @@ class ExpressionSyntaxError(ExpressionError, SyntaxError):
     """The expression is not in the language; raised by the compiler, never at evaluation.
 
     ``position`` is the 0-based offset into ``source``; ``caret`` is the source line with a
-    ``^`` under the offending character, for showing to a person.
+    ``^`` under the offending character, for showing to a person: on a long line, only the
+    ``CARET_BEFORE`` characters before it and ``CARET_AFTER`` from it on, cut with ``…``.
     """
+
+    CARET_BEFORE = 60
+    CARET_AFTER = 20
 
     def __init__(self, reason: str, source: str, position: int) -> None:
         self.reason = reason
@@ -52,9 +56,16 @@ class ExpressionSyntaxError(ExpressionError, SyntaxError):
         self.position = position
         line_start = source.rfind("\n", 0, position) + 1
         line_end = source.find("\n", position)
-        line = source[line_start : line_end if line_end != -1 else len(source)]
+        if line_end == -1:
+            line_end = len(source)
+        line = source[line_start:line_end]
         column = position - line_start
-        self.caret = f"{line}\n{' ' * column}^"
+        shown_start = max(line_start, position - self.CARET_BEFORE)
+        shown_end = min(line_end, position + self.CARET_AFTER)
+        before = "…" if shown_start > line_start else ""
+        after = "…" if shown_end < line_end else ""
+        shown = f"{before}{source[shown_start:shown_end]}{after}"
+        self.caret = f"{shown}\n{' ' * (len(before) + position - shown_start)}^"
         message = f"{reason} at position {position}\n{self.caret}"
         super().__init__(message)
         # SyntaxError's own fields, so tracebacks and tools render it natively.
