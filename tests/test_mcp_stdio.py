@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -212,3 +213,36 @@ def test_the_event_loop_transport_serves_pipes_sockets_and_files(tmp_path: Path)
     lowlevel = getattr(MCPServer("probe"), "_lowlevel_server", None)
     assert callable(getattr(lowlevel, "run", None))
     assert callable(getattr(lowlevel, "create_initialization_options", None))
+
+
+def test_an_interrupted_stdio_server_exits_130_with_its_evidence_stored(tmp_path: Path) -> None:
+    ledger_path = tmp_path / "evidence.db"
+    verify = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "verify", "arguments": {"expression": "inbox.unread === 3"}},
+    }
+    with subprocess.Popen(
+        [ASSAY, "mcp", "--ledger", f"sqlite:///{ledger_path}"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as server:
+        assert server.stdin is not None and server.stdout is not None
+        try:
+            server.stdin.write(_lines(_initialize(1)))
+            server.stdin.flush()
+            assert json.loads(server.stdout.readline())["id"] == 1
+            server.stdin.write(_lines({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            server.stdin.write(_lines(verify))
+            server.stdin.flush()
+            answer = json.loads(server.stdout.readline())
+            assert answer["result"]["structuredContent"]["passed"] is True
+            server.send_signal(signal.SIGINT)
+            assert server.wait(timeout=30) == 130
+        finally:
+            server.kill()
+    with open_ledger(f"sqlite:///{ledger_path}") as ledger:
+        assert ledger.verify().ok
+        assert [entry.kind for entry in ledger.query()] == ["verdict"]
