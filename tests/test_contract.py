@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from assay.errors import ContractError
 from assay.expr.contract import Contract, compile_contract
 from assay.expr.filter_operators import OPERATORS, json_equal
+from assay.expr.filter_operators import _compiled as _compiled_pattern
 from assay.expr.predicate import Check, ConditionEvidence, Predicate
 from assay.redaction import Redaction
 from strategies import json_values, scalars
@@ -708,3 +709,13 @@ def test_check_never_raises_for_a_json_state(
 
 def test_contract_type_is_exported_for_annotations() -> None:
     assert isinstance(compile_contract({"a": 1}), Contract)
+
+
+def test_a_matches_pattern_is_compiled_once_for_checking_and_binding() -> None:
+    pattern = r"^order-[0-9]{4}-only-in-this-test$"
+    misses = _compiled_pattern.cache_info().misses
+    first = compile_contract({"a": {"matches": pattern}})
+    second = compile_contract({"b": {"matches": pattern}})
+    assert _compiled_pattern.cache_info().misses == misses + 1
+    assert first.check({"a": "order-0042-only-in-this-test"}).result is True
+    assert second.check({"b": "order-42-only-in-this-test"}).result is False

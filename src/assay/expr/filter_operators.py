@@ -9,6 +9,7 @@ missing one holds only for ``ne``, ``nin`` and ``exists: false`` (``holds_if_mis
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Callable, Mapping
@@ -194,11 +195,8 @@ def compile_pattern(pattern: Any, key: str) -> Any:
             f"more than the limit of {PATTERN_LIMIT}",
             key=key,
         )
-    options = re2.Options()
-    options.log_errors = False
-    options.never_capture = True
     try:
-        return re2.compile(pattern, options)
+        return _compiled(pattern)
     except (re2.error, UnicodeError) as error:
         detail = error.args[0] if error.args else error
         if isinstance(detail, bytes):
@@ -208,6 +206,16 @@ def compile_pattern(pattern: Any, key: str) -> Any:
             f"regular expression ({detail})",
             key=key,
         ) from None
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> Any:
+    """RE2's compiled ``pattern``, shared: checking a contract and binding it compile it once,
+    and so do the contracts that repeat a pattern. Raises as ``re2.compile`` does."""
+    options = re2.Options()
+    options.log_errors = False
+    options.never_capture = True
+    return re2.compile(pattern, options)
 
 
 def bind_operator(op: str, operand: Any, key: str, authored: str) -> OperatorTest:
