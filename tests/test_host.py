@@ -197,9 +197,14 @@ async def test_durable_evidence_stores_a_lone_callers_entry_on_the_loop(tmp_path
     backend = SQLiteBackend(tmp_path / "ledger.db")
     ledger = Ledger(backend)
     committed_by: list[tuple[int, int]] = []
-    backend.add_commit_listener(
-        lambda entries: committed_by.append((threading.get_ident(), len(entries)))
-    )
+    seventh_commit = threading.Event()
+
+    def record(entries: list[Any]) -> None:
+        committed_by.append((threading.get_ident(), len(entries)))
+        if len(committed_by) == 7:
+            seventh_commit.set()
+
+    backend.add_commit_listener(record)
     evidence = DurableEvidence(ledger)
     loop_thread = threading.get_ident()
 
@@ -217,8 +222,7 @@ async def test_durable_evidence_stores_a_lone_callers_entry_on_the_loop(tmp_path
     assert writer != loop_thread
 
     evidence.append("fire", {"n": 13}, session="s")  # nobody awaits it: the writer stores it
-    while evidence.pending:
-        await asyncio.sleep(0.001)
+    assert await asyncio.to_thread(seventh_commit.wait, 30)
     assert committed_by[6] == (writer, 1)
     await evidence.durable(evidence.append("fire", {"n": 14}, session="s"))
     assert committed_by[7] == (loop_thread, 1)

@@ -28,7 +28,7 @@ import fcntl
 import os
 import stat
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import anyio
@@ -100,7 +100,7 @@ WriteLine = Callable[[bytes], Awaitable[None]]
 
 
 @contextlib.asynccontextmanager
-async def _wire(wire_in: int, wire_out: int) -> Any:
+async def _wire(wire_in: int, wire_out: int) -> AsyncIterator[tuple[ReadChunk, WriteLine]]:
     """``(read, write)``: read a chunk (empty at the end), write a line; closes both fds."""
     loop = asyncio.get_running_loop()
     with contextlib.ExitStack() as closing:
