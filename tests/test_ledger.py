@@ -9,7 +9,7 @@ import json
 import sqlite3
 import threading
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,8 @@ import rfc8785
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assay.clock import VirtualClock
+import assay.ledger.entry as entry_module
+from assay.clock import SYSTEM_CLOCK, VirtualClock
 from assay.errors import (
     LedgerEntryError,
     LedgerError,
@@ -40,7 +41,7 @@ from assay.ledger import (
     verify_jsonl,
     verify_ledger,
 )
-from assay.ledger.entry import parse_entry, seal, seal_all
+from assay.ledger.entry import format_timestamp, parse_entry, seal, seal_all, stamp
 from assay.ledger.group_commit import GroupCommit, GroupCommitStatistics
 from assay.ledger.merkle import MerkleTree, leaf_hash
 from assay.ledger.postgres import PostgresBackend
@@ -155,6 +156,34 @@ def test_append_stamps_the_clocks_wall_time_and_redacts_the_body() -> None:
     }
     assert (entry.session, entry.transition, entry.run) == ("s1", "checkout.pay#1", "r1")
     assert b"hunter2" not in entry.canonical
+
+
+@pytest.mark.parametrize(
+    "nanoseconds",
+    [
+        0,
+        1_785_000_000_999_999_999,  # the last microsecond of a second, then the next second
+        1_785_000_001_000_000_000,
+        1_785_000_001_000_000_999,
+        1_785_000_001_000_001_000,
+        1_785_000_001_123_456_789,
+        1_785_000_000_500_000_000,  # back a second: the cached second is not reused
+    ],
+)
+def test_a_system_clock_stamp_is_the_formatted_wall_time(
+    nanoseconds: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(entry_module.time, "time_ns", lambda: nanoseconds)
+    expected = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=nanoseconds // 1000)
+    assert stamp(SYSTEM_CLOCK) == format_timestamp(expected)
+
+
+def test_a_system_clock_stamp_falls_between_two_readings_of_its_wall() -> None:
+    before = format_timestamp(SYSTEM_CLOCK.wall())
+    stamped = stamp(SYSTEM_CLOCK)
+    assert before <= stamped <= format_timestamp(SYSTEM_CLOCK.wall())
+    virtual = VirtualClock(wall_start=datetime(2026, 7, 23, 16, 49, 52, 123456, tzinfo=UTC))
+    assert stamp(virtual) == "2026-07-23T16:49:52.123456Z"
 
 
 def test_proofs_of_inclusion_and_consistency_verify_for_every_size() -> None:

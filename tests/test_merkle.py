@@ -389,3 +389,28 @@ def test_verifier_messages_name_what_failed() -> None:
 def test_proof_error_is_an_assay_value_error() -> None:
     assert issubclass(ProofError, AssayError)
     assert issubclass(ProofError, ValueError)
+
+
+@given(leaf_lists(min_size=0), st.lists(st.integers(0, 40), max_size=20))
+def test_extending_by_batches_builds_the_tree_appending_builds(
+    leaves: list[bytes], cuts: list[int]
+) -> None:
+    one_by_one = MerkleTree()
+    for leaf in leaves:
+        one_by_one.append(leaf)
+    batched, start = MerkleTree(), 0
+    for width in [*cuts, len(leaves)]:
+        batched.extend(leaves[start : start + width])
+        start += width
+        assert batched.size == min(start, len(leaves))
+        assert batched.root() == naive_root(leaves[: batched.size])
+    assert batched._levels == one_by_one._levels
+
+
+def test_extending_by_something_not_a_digest_adds_what_came_before_it() -> None:
+    tree = MerkleTree()
+    good = [leaf_hash(bytes([n])) for n in range(3)]
+    with pytest.raises(ProofError, match="not 5 bytes"):
+        tree.extend([*good, b"short", leaf_hash(b"x")])
+    assert tree.size == 3
+    assert tree.root() == naive_root(good)

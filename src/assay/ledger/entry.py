@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Final
 
+from assay.clock import Clock, SystemClock
 from assay.errors import LedgerEntryError, LedgerIntegrityError
 from assay.ledger.canonical import canonical_copy, canonical_json, loads
 from assay.ledger.merkle import leaf_hash
@@ -58,6 +60,24 @@ _TIMESTAMP: Final = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 # In canonical JSON ``,"`` never occurs inside a string (the quote would be escaped), and the
 # fields after ``body`` are all scalars, so the last match of this is the top-level member.
 _HASH_MEMBER: Final = b',"hash":"'
+
+
+def stamp(clock: Clock) -> str:
+    """``format_timestamp(clock.wall())``; on the system clock, read as integer nanoseconds
+    and formatted from the current second's cached text, about a quarter of the cost."""
+    if type(clock) is not SystemClock:
+        return format_timestamp(clock.wall())
+    # Floored to the microsecond, as datetime.now is.
+    second, fraction = divmod(time.time_ns() // 1000, 1_000_000)
+    cached = _last_second[0]
+    if cached[0] != second:
+        cached = (second, datetime.fromtimestamp(second, UTC).isoformat()[:-6])  # no "+00:00"
+        _last_second[0] = cached  # one tuple, replaced whole: safe across threads
+    return f"{cached[1]}.{fraction:06d}Z"
+
+
+_last_second: Final[list[tuple[int, str]]] = [(-1, "")]
+"""The last second ``stamp`` formatted, as Unix seconds and text up to the fraction."""
 
 
 def format_timestamp(moment: datetime) -> str:

@@ -22,7 +22,7 @@ from assay.clock import SYSTEM_CLOCK, Clock
 from assay.errors import LedgerEntryError, LedgerIntegrityError
 from assay.ledger.backend import BATCH, LedgerBackend
 from assay.ledger.checkpoint import Checkpoint, SigningKey
-from assay.ledger.entry import Entry, EntryDraft, format_timestamp
+from assay.ledger.entry import Entry, EntryDraft, stamp
 from assay.ledger.merkle import MerkleTree
 from assay.ledger.proof import ConsistencyProof, InclusionProof, TreeHead
 from assay.ledger.verification import LedgerReport, verify_ledger
@@ -73,7 +73,7 @@ class Ledger:
         """The entry ``append`` would store, redacted and stamped, before it has a place."""
         return EntryDraft(
             kind=kind,
-            timestamp=format_timestamp(self._clock.wall()),
+            timestamp=stamp(self._clock),
             body=redact_body(body, self._redaction),
             session=session,
             run=run,
@@ -272,8 +272,8 @@ class Ledger:
         with self._lock:
             tree, arrived = self._tree, self._arrived
             if not arrived and entries and entries[0].seq == tree.size + 1:
-                for entry in entries:  # the batch follows on: the usual case, in one process
-                    tree.append(entry.leaf_hash)
+                # The batch follows on: the usual case, in one process.
+                tree.extend([entry.leaf_hash for entry in entries])
                 return
             for entry in entries:
                 if entry.seq > tree.size:
@@ -308,10 +308,12 @@ class Ledger:
                     reason="missing",
                     field="seq",
                 )
+            following_on: list[bytes] = []
             for stored in batch:
-                if stored.seq != tree.size + 1:
+                if stored.seq != following + len(following_on):
                     break
-                tree.append(stored.leaf_hash)
+                following_on.append(stored.leaf_hash)
+            tree.extend(following_on)
         for seq in [seq for seq in self._arrived if seq <= tree.size]:
             del self._arrived[seq]
 

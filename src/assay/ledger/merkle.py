@@ -21,6 +21,7 @@ the right edge of the tree it was asked about.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Iterable, Sequence
 
 from assay.errors import ProofError
@@ -57,8 +58,7 @@ class MerkleTree:
     def __init__(self, leaf_hashes: Iterable[bytes] = ()) -> None:
         # _levels[k] holds the roots of the complete aligned blocks of 2**k leaves, back to back.
         self._levels: list[bytearray] = [bytearray()]
-        for hash_ in leaf_hashes:
-            self.append(hash_)
+        self.extend(leaf_hashes)
 
     @property
     def size(self) -> int:
@@ -87,6 +87,32 @@ class MerkleTree:
                 levels.append(bytearray())
             levels[level] += node
         return index
+
+    def extend(self, leaf_hashes: Iterable[bytes]) -> None:
+        """``append`` each of ``leaf_hashes`` in order, a level at a time: the same tree, with
+        the same hashes, for a fraction of the calls."""
+        added = list(leaf_hashes)
+        joined = b"".join(added)
+        if len(joined) != HASH_SIZE * len(added):
+            for leaf_hash in added:
+                self.append(leaf_hash)  # raises for the first that is not a digest
+            return
+        levels = self._levels
+        levels[0] += joined
+        sha256, prefix, pair = hashlib.sha256, _NODE_PREFIX, 2 * HASH_SIZE
+        for level in itertools.count():
+            below = levels[level]
+            complete = len(below) // pair  # blocks of the level above that are full now
+            if level + 1 == len(levels):
+                if not complete:
+                    return
+                levels.append(bytearray())
+            above = levels[level + 1]
+            stored = len(above) // HASH_SIZE
+            if stored == complete:
+                return  # nothing new here, so nothing new above
+            for start in range(stored * pair, complete * pair, pair):
+                above += sha256(prefix + below[start : start + pair]).digest()
 
     def leaf(self, index: int) -> bytes:
         """The hash of leaf ``index``."""
