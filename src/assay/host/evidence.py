@@ -56,7 +56,9 @@ class DurableEvidence:
         self.ledger = ledger
         self.handover_timeout = handover_timeout
         self._queue: deque[EntryDraft] = deque()
-        self._wake = threading.Condition()
+        # Held with ``with self._lock`` (C code) rather than through the condition (Python code).
+        self._lock = threading.RLock()
+        self._wake = threading.Condition(self._lock)
         self._queued = 0  # entries ever queued
         self._stored = 0  # entries ever stored
         self.commits = 0  # batches stored, one durable commit each
@@ -85,7 +87,7 @@ class DurableEvidence:
     ) -> int:
         """Queue one entry; answers its ticket for ``durable``. Raises if it is malformed."""
         draft = self.ledger.draft(kind, body, session=session, transition=transition, run=run)
-        with self._wake:
+        with self._lock:
             if self._failure is not None:
                 raise self._failure
             if self.inline:
@@ -115,7 +117,7 @@ class DurableEvidence:
         durably; raises ``LedgerError`` when the ledger could not store them."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
-        with self._wake:
+        with self._lock:
             target = self._queued if ticket is None else ticket
             if self._failure is not None:
                 raise self._failure
@@ -127,12 +129,12 @@ class DurableEvidence:
     @property
     def pending(self) -> int:
         """Entries queued and not yet stored."""
-        with self._wake:
+        with self._lock:
             return self._queued - self._stored
 
     def close(self) -> None:
         """Store what is queued, then stop the writer."""
-        with self._wake:
+        with self._lock:
             self._closing = True
             self._wake.notify()
         if not self.inline:
@@ -153,7 +155,7 @@ class DurableEvidence:
     def _kick(self) -> None:
         """Store the queue here if it is exactly what the one waiting caller awaits, else
         wake the writer (see the module's notes)."""
-        with self._wake:
+        with self._lock:
             self._kick_loop = None
             if not self._queue or not self._writer_waiting or self._in_place:
                 return  # stored already, or the writer is busy and takes the queue next
@@ -167,14 +169,14 @@ class DurableEvidence:
             if self._store(batch):
                 self.commits_in_place += 1
         finally:
-            with self._wake:
+            with self._lock:
                 self._in_place = False
                 if self._queue or self._closing:
                     self._wake.notify()
 
     def _run(self) -> None:
         while True:
-            with self._wake:
+            with self._lock:
                 while (not self._queue and not self._closing) or self._in_place:
                     self._writer_waiting = True
                     self._wake.wait()
@@ -199,7 +201,7 @@ class DurableEvidence:
         return True
 
     def _stored_up_to(self, count: int) -> None:
-        with self._wake:
+        with self._lock:
             self.commits += 1
             self._stored += count
             stored = self._stored
@@ -214,7 +216,7 @@ class DurableEvidence:
             self._handover = None
 
     def _fail(self, failure: LedgerError) -> None:
-        with self._wake:
+        with self._lock:
             self._failure = failure
             waiters, self._waiters = self._waiters, []
             self._queue.clear()
