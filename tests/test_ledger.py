@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import hashlib
 import io
 import json
@@ -43,6 +44,7 @@ from assay.ledger import (
 )
 from assay.ledger.entry import format_timestamp, parse_entry, seal, seal_all, stamp
 from assay.ledger.group_commit import GroupCommit, GroupCommitStatistics
+from assay.ledger.memory import _kept
 from assay.ledger.merkle import MerkleTree, leaf_hash
 from assay.ledger.postgres import PostgresBackend
 from assay.redaction import Redaction
@@ -276,7 +278,7 @@ def test_a_report_names_the_first_bad_entry_and_raises_on_request() -> None:
     backend = MemoryBackend()
     entries = backend.append([draft(body={"n": n}) for n in range(5)])
     forged = seal(draft(body={"n": "forged"}), 3, entries[1].hash)
-    backend._entries[2] = forged  # what a compromised store could hand back
+    backend._entries[2] = _kept(forged)  # what a compromised store could hand back
     report = verify_ledger(backend)
     assert report.problem is not None
     assert (report.size, report.problem.seq, report.problem.field) == (3, 4, "prev_hash")
@@ -316,6 +318,24 @@ def test_an_export_verifies_offline_and_a_changed_line_does_not() -> None:
     assert (problem.seq, problem.checkpoint) == (12, 1)
     swapped = [*lines[:4], lines[5], lines[4], *lines[6:]]
     assert verify_jsonl(swapped).problem.seq == 5  # type: ignore[union-attr]
+
+
+def test_a_memory_ledger_keeps_nothing_the_garbage_collector_walks() -> None:
+    backend = MemoryBackend()
+    ledger = Ledger(backend)
+    body = {"observed": {"inbox": {"items": [{"id": n, "read": False} for n in range(5)]}}}
+    gc.collect()
+    tracked = len(gc.get_objects())
+    for n in range(2_000):
+        ledger.append("verdict", {**body, "n": n}, session="s", run="r")
+    gc.collect()
+    # Before, each entry kept its body's dicts and lists (about 14 objects) and the Entry.
+    assert len(gc.get_objects()) - tracked < 100
+    assert not any(gc.is_tracked(kept) for kept in backend._entries)
+    (entry,) = ledger.read(1_999, 2_000)
+    assert entry.body == {**body, "n": 1_998}
+    assert ledger.query(run="r", limit=1)[0].seq == 1
+    assert ledger.verify().ok
 
 
 def test_follow_yields_stored_entries_then_new_ones() -> None:

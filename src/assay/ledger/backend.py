@@ -52,6 +52,10 @@ def entry_row(entry: Entry) -> tuple[object, ...]:
     )
 
 
+QueryFields = tuple[int, str, str, str | None, str | None, str | None]
+"""An entry's seq, timestamp, kind, session, run and transition: what a query filters on."""
+
+
 @dataclass(frozen=True, slots=True)
 class StoredRow:
     """One stored entry exactly as the store holds it, for verification.
@@ -147,16 +151,17 @@ class EntryFilter:
             limit,
         )
 
-    def matches(self, entry: Entry) -> bool:
-        """True when ``entry`` meets every criterion but ``limit``."""
+    def matches(self, fields: QueryFields) -> bool:
+        """True when the entry with these ``fields`` meets every criterion but ``limit``."""
+        seq, timestamp, kind, session, run, transition = fields
         return (
-            entry.seq > self.after
-            and (self.session is None or entry.session == self.session)
-            and (self.transition is None or entry.transition == self.transition)
-            and (self.run is None or entry.run == self.run)
-            and (self.kind is None or entry.kind == self.kind)
-            and (self.since is None or entry.timestamp >= self.since)
-            and (self.until is None or entry.timestamp < self.until)
+            seq > self.after
+            and (self.session is None or session == self.session)
+            and (self.transition is None or transition == self.transition)
+            and (self.run is None or run == self.run)
+            and (self.kind is None or kind == self.kind)
+            and (self.since is None or timestamp >= self.since)
+            and (self.until is None or timestamp < self.until)
         )
 
 

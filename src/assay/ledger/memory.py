@@ -1,4 +1,11 @@
-"""The in-memory backend: a list behind a lock, for tests and throwaway ledgers."""
+"""The in-memory backend: a list behind a lock, for tests and throwaway ledgers.
+
+An entry is kept as a plain tuple of its seq, the fields queries filter on and its canonical
+JSON, not as the ``Entry`` it was appended as: the garbage collector stops tracking a tuple
+that holds only strings, bytes, numbers and ``None``, where it would walk every dict and list
+of every body kept (a full collection with 200,000 entries kept took 1.1 s). Reads parse the
+canonical JSON again, as the database backends do.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +22,22 @@ from assay.ledger.backend import (
     StoredRow,
 )
 from assay.ledger.checkpoint import Checkpoint
-from assay.ledger.entry import GENESIS_HASH, Entry, EntryDraft, seal_all
+from assay.ledger.entry import GENESIS_HASH, Entry, EntryDraft, entry_from_canonical, seal_all
+
+_Kept = tuple[int, str, str, str | None, str | None, str | None, bytes]
+"""An entry as kept: seq, timestamp, kind, session, run, transition, canonical JSON."""
+
+
+def _kept(entry: Entry) -> _Kept:
+    return (
+        entry.seq,
+        entry.timestamp,
+        entry.kind,
+        entry.session,
+        entry.run,
+        entry.transition,
+        entry.canonical,
+    )
 
 
 class MemoryBackend(LedgerBackend):
@@ -25,7 +47,8 @@ class MemoryBackend(LedgerBackend):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: list[Entry] = []
+        self._entries: list[_Kept] = []
+        self._head_hash = GENESIS_HASH
         self._checkpoints: list[Checkpoint] = []
         self._closed = False
         self._listeners: list[Callable[[list[Entry]], None]] = []
@@ -37,9 +60,10 @@ class MemoryBackend(LedgerBackend):
     def append(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
         with self._lock:
             self._check_open()
-            head = self._entries[-1].hash if self._entries else GENESIS_HASH
-            entries = seal_all(list(drafts), len(self._entries), head)
-            self._entries.extend(entries)
+            entries = seal_all(list(drafts), len(self._entries), self._head_hash)
+            self._entries.extend(map(_kept, entries))
+            if entries:
+                self._head_hash = entries[-1].hash
             listeners = list(self._listeners)
         # Outside the lock (a listener may read this backend); stored entries stay stored
         # whatever a listener does.
@@ -54,29 +78,30 @@ class MemoryBackend(LedgerBackend):
 
     def read(self, start: int, stop: int) -> list[Entry]:
         with self._lock:
-            return self._entries[max(start, 1) - 1 : max(stop, 1) - 1]
+            kept = self._entries[max(start, 1) - 1 : max(stop, 1) - 1]
+        return [entry_from_canonical(row[-1], row[0]) for row in kept]
 
     def size(self) -> int:
         with self._lock:
             return len(self._entries)
 
     def select(self, where: EntryFilter) -> list[Entry]:
-        found: list[Entry] = []
+        found: list[_Kept] = []
         if where.limit == 0:
-            return found
+            return []
         with self._lock:
-            for entry in self._entries[max(where.after, 0) :]:
-                if where.matches(entry):
-                    found.append(entry)
+            for row in self._entries[max(where.after, 0) :]:
+                if where.matches(row[:-1]):
+                    found.append(row)
                     if len(found) == where.limit:
                         break
-        return found
+        return [entry_from_canonical(row[-1], row[0]) for row in found]
 
     def stored_rows(self) -> Iterator[StoredRow]:
         with self._lock:
             entries = list(self._entries)
-        for entry in entries:
-            yield StoredRow(entry.seq, entry.canonical, {})
+        for row in entries:
+            yield StoredRow(row[0], row[-1], {})
 
     def add_checkpoint(self, checkpoint: Checkpoint) -> None:
         with self._lock:
