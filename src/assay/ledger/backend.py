@@ -36,24 +36,19 @@ COLUMNS: Final = ("timestamp", "kind", "session", "run", "transition", "prev_has
 CHECKPOINT_FIELDS: Final = ("size", "root", "timestamp", "key_id", "signature")
 
 
+QueryFields = tuple[int, str, str, str | None, str | None, str | None]
+"""An entry's seq, timestamp, kind, session, run and transition: what a query filters on."""
+
+
+def query_fields(entry: Entry) -> QueryFields:
+    """``entry``'s ``QueryFields``: ``seq`` and the first five ``COLUMNS``, in that order."""
+    return (entry.seq, entry.timestamp, entry.kind, entry.session, entry.run, entry.transition)
+
+
 def entry_row(entry: Entry) -> tuple[object, ...]:
     """What a database backend stores for ``entry``: ``seq``, the ``COLUMNS`` in order, and
     the entry's canonical JSON as text."""
-    return (
-        entry.seq,
-        entry.timestamp,
-        entry.kind,
-        entry.session,
-        entry.run,
-        entry.transition,
-        entry.prev_hash,
-        entry.hash,
-        entry.canonical.decode(),
-    )
-
-
-QueryFields = tuple[int, str, str, str | None, str | None, str | None]
-"""An entry's seq, timestamp, kind, session, run and transition: what a query filters on."""
+    return (*query_fields(entry), entry.prev_hash, entry.hash, entry.canonical.decode())
 
 
 @dataclass(frozen=True, slots=True)

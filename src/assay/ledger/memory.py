@@ -20,24 +20,17 @@ from assay.ledger.backend import (
     LedgerBackend,
     StoredCheckpoint,
     StoredRow,
+    query_fields,
 )
 from assay.ledger.checkpoint import Checkpoint
 from assay.ledger.entry import GENESIS_HASH, Entry, EntryDraft, entry_from_canonical, seal_all
 
 _Kept = tuple[int, str, str, str | None, str | None, str | None, bytes]
-"""An entry as kept: seq, timestamp, kind, session, run, transition, canonical JSON."""
+"""An entry as kept: its ``QueryFields``, then its canonical JSON."""
 
 
 def _kept(entry: Entry) -> _Kept:
-    return (
-        entry.seq,
-        entry.timestamp,
-        entry.kind,
-        entry.session,
-        entry.run,
-        entry.transition,
-        entry.canonical,
-    )
+    return (*query_fields(entry), entry.canonical)
 
 
 class MemoryBackend(LedgerBackend):
