@@ -9,10 +9,16 @@ RFC 8785 canonicalization, the hash chain and the Merkle tree: that is the point
 appenders then run on a throwaway PostgreSQL cluster with fsync turned back on, beside raw
 psycopg at the same batch size. Rounds are interleaved; the best round is the headline.
 
-    .venv/bin/python bench/ledger.py [--quick] [--json PATH]
+    .venv/bin/python bench/ledger.py [--quick] [--ceiling] [--json PATH]
 
 Targets (SPEC §11): assay ≥ 0.5x raw sqlite3 at each concurrency, and ≥ 20,000 entries/s with
 64 appenders on SQLite. Informational: the exit status is 0 whatever the figures.
+
+``--ceiling`` adds a diagnostic: the same appenders on a store that does no database work at
+all (each batch is kept in memory and waits for one real ``fdatasync`` of one page, as a
+commit waits for its sync). What assay reaches there is the most that any store, however
+fast its inserts, could give the Python side: drafting, sealing, hashing, the Merkle tree
+and the hand-offs between threads.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
 import sqlite3
 import statistics
@@ -39,7 +46,11 @@ import psycopg
 
 from _timing import gc_paused, ratio
 from assay.host.evidence import DurableEvidence
-from assay.ledger import Ledger, LedgerBackend, SQLiteBackend
+from assay.ledger import Ledger, LedgerBackend, MemoryBackend, SQLiteBackend
+from assay.ledger.backend import EntryFilter, StoredCheckpoint, StoredRow
+from assay.ledger.checkpoint import Checkpoint
+from assay.ledger.entry import Entry, EntryDraft
+from assay.ledger.group_commit import GroupCommit, GroupCommittedBackend
 from assay.ledger.postgres import PostgresBackend
 from postgres import PostgresCluster, PostgresMissingError
 
@@ -145,11 +156,16 @@ def assay_round(
         backend.close()
 
 
-def async_round(path: Path, bodies: Sequence[dict[str, Any]], tasks: int, series: Series) -> None:
+def async_round(
+    open_backend: Callable[[], LedgerBackend],
+    bodies: Sequence[dict[str, Any]],
+    tasks: int,
+    series: Series,
+) -> None:
     """``tasks`` asyncio tasks on one event loop append through ``DurableEvidence`` (the
     daemon's path: drafts made on the loop, one writer thread committing batches) and each
     awaits its entry's durability before appending the next."""
-    ledger = Ledger(SQLiteBackend(path))
+    ledger = Ledger(open_backend())
     evidence = DurableEvidence(ledger)
     share = len(bodies) // tasks
 
@@ -183,7 +199,8 @@ def bench_sqlite_async(
         bodies = pool[: counts[tasks]]
         row = Row(tasks, Series("assay, asyncio"), Series("raw sqlite3, same batch"))
         for _ in range(rounds):
-            async_round(workdir / f"async-{next(serial)}.db", bodies, tasks, row.assay)
+            path = workdir / f"async-{next(serial)}.db"
+            async_round(lambda path=path: SQLiteBackend(path), bodies, tasks, row.assay)
             batch = round_batch(row.assay.batches[-1])
             raw_sqlite_round(workdir / f"raw-async-{next(serial)}.db", bodies, batch, row.raw_same)
         rows.append(row)
@@ -238,6 +255,72 @@ def raw_postgres_round(
             elapsed = time.perf_counter() - began
     series.rates.append(len(bodies) / elapsed)
     series.batches.append(float(batch))
+
+
+class SyncOnlyBackend(GroupCommittedBackend):
+    """``--ceiling``: group commit with the database taken out. A batch is kept in memory
+    and waits for one ``fdatasync`` of a one-page file, so batches form as they do on SQLite
+    while no insert, index or trigger costs anything."""
+
+    def __init__(self, path: Path) -> None:
+        self._kept = MemoryBackend()
+        self._file = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+        self._group = GroupCommit(self._write, name=self.url)
+
+    @property
+    def url(self) -> str:
+        return "sync-only:"
+
+    def _write(self, drafts: list[EntryDraft]) -> list[Entry]:
+        os.pwrite(self._file, bytes(4096), 0)
+        os.fdatasync(self._file)
+        return self._kept.append(drafts)
+
+    def read(self, start: int, stop: int) -> list[Entry]:
+        return self._kept.read(start, stop)
+
+    def size(self) -> int:
+        return self._kept.size()
+
+    def select(self, where: EntryFilter) -> list[Entry]:
+        return self._kept.select(where)
+
+    def stored_rows(self) -> Iterator[StoredRow]:
+        return self._kept.stored_rows()
+
+    def add_checkpoint(self, checkpoint: Checkpoint) -> None:
+        self._kept.add_checkpoint(checkpoint)
+
+    def stored_checkpoints(self) -> list[StoredCheckpoint]:
+        return self._kept.stored_checkpoints()
+
+    def close(self) -> None:
+        self._group.close()
+        self._kept.close()
+        os.close(self._file)
+
+
+def bench_ceiling(
+    workdir: Path, pool: Sequence[dict[str, Any]], counts: dict[int, int], rounds: int
+) -> tuple[list[Row], list[Row]]:
+    """Threads and asyncio tasks on ``SyncOnlyBackend``, each beside raw sqlite3 at its batch."""
+    thread_rows: list[Row] = []
+    task_rows: list[Row] = []
+    serial = iter(range(1_000_000))
+    for appenders in CONCURRENCY:
+        bodies = pool[: counts[appenders]]
+        threads = Row(appenders, Series("assay, store taken out"), Series("raw sqlite3"))
+        tasks = Row(appenders, Series("assay, store taken out"), Series("raw sqlite3"))
+        for _ in range(rounds):
+            for row, run in ((threads, assay_round), (tasks, async_round)):
+                path = workdir / f"sync-only-{next(serial)}"
+                run(lambda path=path: SyncOnlyBackend(path), bodies, appenders, row.assay)
+                batch = round_batch(row.assay.batches[-1])
+                raw_path = workdir / f"raw-ceiling-{next(serial)}.db"
+                raw_sqlite_round(raw_path, bodies, batch, row.raw_same)
+        thread_rows.append(threads)
+        task_rows.append(tasks)
+    return thread_rows, task_rows
 
 
 @dataclass
@@ -393,6 +476,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer, smaller rounds (smoke run)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures here")
+    parser.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="also run the appenders on a store with no database work (see above)",
+    )
     args = parser.parse_args(argv)
     rounds = 1 if args.quick else 3
     counts = {1: 500, 8: 2_000, 64: 6_400} if args.quick else {1: 2_000, 8: 8_000, 64: 32_000}
@@ -417,12 +505,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="assay-bench-ledger-") as workdir:
         sqlite_rows = bench_sqlite(Path(workdir), pool, counts, rounds)
         async_rows = bench_sqlite_async(Path(workdir), pool, counts, rounds)
+        ceiling = bench_ceiling(Path(workdir), pool, counts, rounds) if args.ceiling else None
     print_rows("SQLite: durable appends per second, appender threads", sqlite_rows, "raw sqlite3")
     print_rows(
         "SQLite: the same with asyncio tasks through DurableEvidence (the daemon's path)",
         async_rows,
         "raw sqlite3",
     )
+
+    if ceiling is not None:
+        for rows, who in zip(ceiling, ("appender threads", "asyncio tasks"), strict=True):
+            print_rows(
+                f"Ceiling, {who}: no database work, one fdatasync per batch (diagnostic)",
+                rows,
+                "raw sqlite3",
+            )
 
     postgres_rows: list[Row] = []
     postgres_note = None
@@ -450,6 +547,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "sqlite": rows_json(sqlite_rows),
             "sqlite_asyncio": rows_json(async_rows),
             "postgres": rows_json(postgres_rows) if postgres_rows else postgres_note,
+            "ceiling": None
+            if ceiling is None
+            else {"threads": rows_json(ceiling[0]), "asyncio": rows_json(ceiling[1])},
             "targets": [
                 {"target": t.text, "goal": t.goal, "measured": t.measured, "status": t.status}
                 for t in found
