@@ -86,6 +86,22 @@ def test_read_takes_a_half_open_seq_range(backend: LedgerBackend) -> None:
     assert [entry.seq for entry in backend.iterate(6)] == [6, 7]
 
 
+def test_bounds_beyond_64_bits_select_as_any_other_bound(backend: LedgerBackend) -> None:
+    # A database compares seqs as 64-bit integers; a caller's bound need not be one.
+    backend.append([draft(body={"n": n}) for n in range(1, 4)])
+    huge = 2**64
+    assert [entry.seq for entry in backend.read(-huge, huge)] == [1, 2, 3]
+    assert backend.read(huge, huge + 1) == []
+    assert backend.read(-huge, 0) == []
+    assert [entry.seq for entry in backend.iterate(2)] == [2, 3]
+    assert list(backend.iterate(huge)) == []
+    assert [entry.seq for entry in backend.query(after=-huge, limit=huge)] == [1, 2, 3]
+    assert backend.query(after=huge) == []
+    assert backend.query(after=2**63 - 1) == []
+    assert [entry.seq for entry in backend.query(after=1, limit=1)] == [2]
+    assert backend.query(limit=0) == []
+
+
 def test_a_sqlite_query_by_session_run_or_transition_searches_its_index(
     tmp_path: Path,
 ) -> None:

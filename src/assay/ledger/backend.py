@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Final, Self
@@ -29,6 +29,10 @@ from assay.ledger.entry import KINDS, Entry, EntryDraft, format_timestamp
 
 BATCH: Final = 1000
 """How many rows a backend reads per round trip when iterating."""
+
+MAX_SEQ: Final = 2**63 - 1
+"""The largest seq a database backend can hold: SQLite's INTEGER and PostgreSQL's bigint are
+64-bit. A bound beyond it is read as if at it, which selects the same entries."""
 
 COLUMNS: Final = ("timestamp", "kind", "session", "run", "transition", "prev_hash", "hash")
 """The entry fields a database backend also keeps in columns of their own, beside ``seq``."""
@@ -146,6 +150,14 @@ class EntryFilter:
             limit,
         )
 
+    def within_64_bits(self) -> EntryFilter | None:
+        """This filter with ``after`` and ``limit`` as a database can compare them (see
+        ``MAX_SEQ``), selecting the same entries; ``None`` when it can select none."""
+        if self.after >= MAX_SEQ or self.limit == 0:
+            return None
+        limit = None if self.limit is None else min(self.limit, MAX_SEQ)
+        return replace(self, after=max(self.after, 0), limit=limit)
+
     def matches(self, fields: QueryFields) -> bool:
         """True when the entry with these ``fields`` meets every criterion but ``limit``."""
         seq, timestamp, kind, session, run, transition = fields
@@ -158,6 +170,13 @@ class EntryFilter:
             and (self.since is None or timestamp >= self.since)
             and (self.until is None or timestamp < self.until)
         )
+
+
+def seq_span(start: int, stop: int) -> tuple[int, int] | None:
+    """``start <= seq < stop`` as inclusive bounds ``(first, last)`` within ``1..MAX_SEQ``, the
+    seqs a store can hold; ``None`` when no such seq lies between them."""
+    first, last = max(start, 1), min(stop - 1, MAX_SEQ)
+    return (first, last) if first <= last else None
 
 
 def hide_password(url: str) -> str:

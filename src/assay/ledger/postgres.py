@@ -30,6 +30,7 @@ from assay.ledger.backend import (
     checkpoint_fields,
     entry_row,
     hide_password,
+    seq_span,
     stored_checkpoints_of,
 )
 from assay.ledger.checkpoint import Checkpoint
@@ -160,11 +161,14 @@ class PostgresBackend(GroupCommittedBackend):
         return self._schema
 
     def read(self, start: int, stop: int) -> list[Entry]:
+        span = seq_span(start, stop)
+        if span is None:
+            return []
         rows = self._fetch(
-            sql.SQL("SELECT seq, entry FROM {} WHERE seq >= %s AND seq < %s ORDER BY seq").format(
+            sql.SQL("SELECT seq, entry FROM {} WHERE seq >= %s AND seq <= %s ORDER BY seq").format(
                 self._entries
             ),
-            (start, stop),
+            span,
         )
         return [entry_from_canonical(entry.encode(), seq) for seq, entry in rows]
 
@@ -173,20 +177,23 @@ class PostgresBackend(GroupCommittedBackend):
         return int(last or 0)
 
     def select(self, where: EntryFilter) -> list[Entry]:
+        bounded = where.within_64_bits()
+        if bounded is None:
+            return []
         clauses: list[sql.Composable] = [sql.SQL("seq > %s")]
-        parameters: list[Any] = [where.after]
+        parameters: list[Any] = [bounded.after]
         for column in ("session", "transition", "run", "kind"):
-            value = getattr(where, column)
+            value = getattr(bounded, column)
             if value is not None:
                 clauses.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
                 parameters.append(value)
-        if where.since is not None:
+        if bounded.since is not None:
             clauses.append(sql.SQL("timestamp >= %s"))
-            parameters.append(where.since)
-        if where.until is not None:
+            parameters.append(bounded.since)
+        if bounded.until is not None:
             clauses.append(sql.SQL("timestamp < %s"))
-            parameters.append(where.until)
-        parameters.append(where.limit)
+            parameters.append(bounded.until)
+        parameters.append(bounded.limit)
         query = sql.SQL("SELECT seq, entry FROM {} WHERE {} ORDER BY seq LIMIT %s").format(
             self._entries, sql.SQL(" AND ").join(clauses)
         )

@@ -30,6 +30,7 @@ from assay.ledger.backend import (
     StoredRow,
     checkpoint_fields,
     entry_row,
+    seq_span,
     stored_checkpoints_of,
 )
 from assay.ledger.checkpoint import Checkpoint
@@ -170,9 +171,11 @@ class SQLiteBackend(GroupCommittedBackend):
         return self._path
 
     def read(self, start: int, stop: int) -> list[Entry]:
+        span = seq_span(start, stop)
+        if span is None:
+            return []
         rows = self._fetch(
-            "SELECT seq, entry FROM ledger_entries WHERE seq >= ? AND seq < ? ORDER BY seq",
-            (start, stop),
+            "SELECT seq, entry FROM ledger_entries WHERE seq >= ? AND seq <= ? ORDER BY seq", span
         )
         return [entry_from_canonical(_as_bytes(entry), seq) for seq, entry in rows]
 
@@ -181,20 +184,23 @@ class SQLiteBackend(GroupCommittedBackend):
         return int(last or 0)
 
     def select(self, where: EntryFilter) -> list[Entry]:
+        bounded = where.within_64_bits()
+        if bounded is None:
+            return []
         clauses = ["seq > ?"]
-        parameters: list[Any] = [where.after]
+        parameters: list[Any] = [bounded.after]
         for column in ("session", "transition", "run", "kind"):
-            value = getattr(where, column)
+            value = getattr(bounded, column)
             if value is not None:
                 clauses.append(f"{column} = ?")
                 parameters.append(value)
-        if where.since is not None:
+        if bounded.since is not None:
             clauses.append("timestamp >= ?")
-            parameters.append(where.since)
-        if where.until is not None:
+            parameters.append(bounded.since)
+        if bounded.until is not None:
             clauses.append("timestamp < ?")
-            parameters.append(where.until)
-        parameters.append(-1 if where.limit is None else where.limit)
+            parameters.append(bounded.until)
+        parameters.append(-1 if bounded.limit is None else bounded.limit)
         rows = self._fetch(
             f"SELECT seq, entry FROM ledger_entries WHERE {' AND '.join(clauses)} "
             "ORDER BY seq LIMIT ?",
