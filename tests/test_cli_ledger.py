@@ -148,3 +148,50 @@ def test_verify_can_record_its_verdict(tmp_path: Path) -> None:
         json.loads(line) for line in run("ledger", "export", "--ledger", url).stdout.splitlines()
     ]
     assert [(e["kind"], e["body"]["passed"]) for e in entries] == [("verdict", True)]
+
+
+@pytest.mark.parametrize(
+    "action", [["verify"], ["export"], ["show", "1"], ["tail"], ["prove", "1"]]
+)
+def test_reading_where_there_is_no_ledger_fails_and_creates_nothing(
+    tmp_path: Path, action: list[str]
+) -> None:
+    missing = tmp_path / "typo.db"
+    result = run("ledger", *action, "--ledger", f"sqlite:///{missing}")
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"assay ledger: error: there is no ledger at sqlite:///{missing}: {missing} does not "
+        "exist; check the path (reading a ledger never creates one)\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as connection:
+        connection.execute("CREATE TABLE notes (text TEXT)")
+    connection.close()
+    before = other.read_bytes()
+    result = run("ledger", *action, "--ledger", f"sqlite:///{other}")
+    assert result.returncode == 2
+    assert "is a SQLite database without assay's ledger_entries table" in result.stderr
+    assert other.read_bytes() == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["other.db"]
+
+
+def test_a_seq_beyond_64_bits_is_no_entry_and_negative_counts_are_usage_errors(
+    ledger_url: str,
+) -> None:
+    huge = str(2**70)
+    shown = run("ledger", "show", huge, "--ledger", ledger_url)
+    assert (shown.returncode, shown.stderr) == (
+        2,
+        f"assay ledger: error: there is no entry {huge}\n",
+    )
+    found = run("ledger", "query", "--after", huge, "--ledger", ledger_url)
+    assert (found.returncode, found.stdout, found.stderr) == (0, "", "0 entries\n")
+    for arguments, message in [
+        (["tail", "-n", "-1"], "argument -n: expected zero or more entries, got -1"),
+        (["tail", "-f", "--interval-ms", "0"], "expected 1 or more milliseconds, got 0"),
+        (["query", "--limit", "-2"], "argument --limit: expected zero or more entries, got -2"),
+    ]:
+        refused = run("ledger", *arguments, "--ledger", ledger_url)
+        assert refused.returncode == 2
+        assert message in refused.stderr

@@ -15,6 +15,7 @@ import pytest
 from assay.errors import LedgerEntryError, LedgerError
 from assay.ledger import GENESIS_HASH, LedgerBackend, SigningKey, verify_ledger
 from assay.ledger.entry import parse_entry
+from assay.ledger.url import open_backend
 from ledger_stores import KINDS, Store, draft
 
 
@@ -231,6 +232,28 @@ def test_a_writer_whose_head_went_stale_seals_after_the_stored_head(database: St
     report = verify_ledger(first)
     assert report.ok, report.describe()
     assert report.size == 5
+
+
+def test_opening_for_reading_refuses_a_missing_ledger_and_creates_none(database: Store) -> None:
+    with pytest.raises(LedgerError, match="there is no ledger") as refused:
+        open_backend(database.url, create=False)
+    assert "reading a ledger never creates one" in str(refused.value)
+    if database.kind == "sqlite":
+        assert not database.path.exists()
+    else:
+        assert database.postgres_url is not None
+        with psycopg.connect(database.postgres_url) as connection:
+            found = connection.execute(
+                "SELECT 1 FROM information_schema.schemata WHERE schema_name = %s",
+                (database.schema,),
+            ).fetchone()
+        assert found is None
+    database.open().append([draft(body={"n": 1})])
+    reader = open_backend(database.url, create=False)
+    try:
+        assert [entry.body for entry in reader.read(1, 2)] == [{"n": 1}]
+    finally:
+        reader.close()
 
 
 def test_a_reopened_ledger_keeps_its_entries_and_its_chain(database: Store) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -119,6 +120,40 @@ def test_the_command_refuses_an_open_public_bind_with_exit_2() -> None:
     )
     assert done.returncode == 2
     assert "Add one with --token NAME:SECRET:SCOPE" in done.stderr
+
+
+@pytest.mark.parametrize("command", [["serve"], ["mcp", "--transport", "http"]])
+def test_a_port_in_use_is_refused_with_exit_2_and_no_traceback(command: list[str]) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "assay", *command, "--port", str(port), "--ledger", "memory:"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{port}: another program listens there; choose " in (
+        done.stderr
+    )
+    assert "Traceback" not in done.stderr
+    assert "ERROR" not in done.stderr
+
+
+def test_a_port_beyond_65535_is_refused_with_exit_2() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "assay", "mcp", "--transport", "http", "--port", "70000"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        "assay mcp: error: the MCP endpoint server cannot listen on port 70000: a port is 0 to "
+        "65535 (0 picks a free one)\n"
+    )
 
 
 def test_the_command_serves_with_a_token_from_the_environment(tmp_path: Path) -> None:

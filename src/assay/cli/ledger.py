@@ -11,6 +11,7 @@ import os
 import sys
 from typing import Any
 
+from assay.cli.arguments import whole_number
 from assay.clock import SYSTEM_CLOCK
 from assay.errors import AssayError
 from assay.ledger import Ledger, SigningKey, export_jsonl, open_ledger, verify_jsonl
@@ -67,13 +68,22 @@ def register(commands: Any) -> None:
     query.add_argument("--since", metavar="TIME", help="only entries at or after TIME")
     query.add_argument("--until", metavar="TIME", help="only entries before TIME")
     query.add_argument("--after", type=int, default=0, metavar="SEQ", help="only after SEQ")
-    query.add_argument("--limit", type=int, metavar="N", help="at most N entries")
+    query.add_argument(
+        "--limit", type=whole_number("entries"), metavar="N", help="at most N entries"
+    )
     query.set_defaults(run=run_query)
     tail = actions.add_parser("tail", help="print the last entries; -f to follow")
     add_ledger_option(tail)
-    tail.add_argument("-n", type=int, default=10, metavar="N", help="how many (default 10)")
+    tail.add_argument(
+        "-n", type=whole_number("entries"), default=10, metavar="N", help="how many (default 10)"
+    )
     tail.add_argument("-f", "--follow", action="store_true", help="keep printing new entries")
-    tail.add_argument("--interval-ms", type=int, default=500, help="how often to look (follow)")
+    tail.add_argument(
+        "--interval-ms",
+        type=whole_number("milliseconds", at_least=1),
+        default=500,
+        help="how often to look (follow; default 500)",
+    )
     tail.set_defaults(run=run_tail)
     checkpoint = actions.add_parser(
         "checkpoint", help="sign the current tree head with an Ed25519 key and store it"
@@ -90,7 +100,8 @@ def register(commands: Any) -> None:
 
 
 def _open(args: argparse.Namespace) -> Ledger:
-    return open_ledger(args.ledger)
+    """The ledger ``--ledger`` names, which must exist: these commands never create one."""
+    return open_ledger(args.ledger, create=False)
 
 
 def _fail(message: str) -> int:

@@ -9,6 +9,7 @@ import os
 import sys
 from typing import Any
 
+from assay.cli.arguments import whole_number
 from assay.clock import SYSTEM_CLOCK
 from assay.errors import AssayError, ExpressionSyntaxError
 from assay.expr import compile_expression
@@ -38,18 +39,21 @@ def register(commands: Any) -> None:
     source.add_argument("--probe", metavar="URL", help="an HTTP endpoint returning a JSON object")
     parser.add_argument(
         "--timeout-ms",
-        type=_milliseconds,
+        type=whole_number("milliseconds"),
         default=DEFAULT_TIMEOUT_MS,
         help=f"how long to wait for the expression to hold (default {DEFAULT_TIMEOUT_MS})",
     )
     parser.add_argument(
         "--interval-ms",
-        type=_milliseconds,
+        type=whole_number("milliseconds"),
         default=DEFAULT_POLL_INTERVAL_MS,
         help=f"how often to re-read the file or endpoint (default {DEFAULT_POLL_INTERVAL_MS})",
     )
     parser.add_argument(
-        "--settle-ms", type=_milliseconds, default=0, help="wait before the first evaluation"
+        "--settle-ms",
+        type=whole_number("milliseconds"),
+        default=0,
+        help="wait before the first evaluation",
     )
     parser.add_argument(
         "--ledger",
@@ -57,18 +61,6 @@ def register(commands: Any) -> None:
         help="also append the outcome to this Evidence Ledger as a verdict entry",
     )
     parser.set_defaults(run=run)
-
-
-def _milliseconds(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a whole number of milliseconds, got {text!r}"
-        ) from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected zero or more milliseconds, got {value}")
-    return value
 
 
 def _fail(message: str) -> int:

@@ -1,9 +1,12 @@
-"""``LoopbackServer``: an ASGI app served by uvicorn on a free loopback port, in this loop."""
+"""``LoopbackServer``: an ASGI app served by uvicorn on a free loopback port, in this loop;
+``listen``: the bound socket a server serves on, or an error saying what to change."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import socket
 from collections.abc import Iterator
 from types import TracebackType
 from typing import Any, Self
@@ -15,6 +18,45 @@ from assay.errors import ApplicationError
 KEEP_ALIVE_S = 75
 """How long an idle keep-alive connection stays open: longer than clients keep theirs (httpx:
 5 s, uvicorn's own default), so a client never reuses a connection the server is closing."""
+
+
+_WHY: dict[int, str] = {
+    errno.EADDRINUSE: "another program listens there; choose another port, or 0 for a free one",
+    errno.EADDRNOTAVAIL: "that address is not one of this machine's",
+    errno.EACCES: "permission denied (ports below 1024 need privileges)",
+}
+
+
+def listen(host: str, port: int, *, name: str) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (port 0: a free one), for uvicorn to serve on.
+
+    Binding here, not in uvicorn, turns a port in use or an unknown address into an
+    ``ApplicationError`` naming ``name``, the address and what to change, where uvicorn would
+    log a traceback and exit the process.
+    """
+    if not 0 <= port <= 65535:
+        raise ApplicationError(
+            f"the {name} cannot listen on port {port}: a port is 0 to 65535 (0 picks a free one)"
+        )
+    try:
+        family, kind, protocol, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except (OSError, UnicodeError) as error:
+        raise ApplicationError(
+            f"the {name} cannot listen on {host!r}: not an address or a host name this machine "
+            f"can resolve ({error})"
+        ) from None
+    listener = socket.socket(family, kind, protocol)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(address)
+    except OSError as error:
+        listener.close()
+        why = _WHY.get(error.errno or 0, error.strerror or str(error))
+        shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        raise ApplicationError(f"the {name} cannot listen on {shown}: {why}") from None
+    return listener
 
 
 class _EmbeddedServer(uvicorn.Server):
@@ -50,6 +92,8 @@ class LoopbackServer:
             timeout_keep_alive=KEEP_ALIVE_S,
         )
         self.name = name
+        self._host = host
+        self._port = port
         self._server = _EmbeddedServer(config)
         self._task: asyncio.Task[None] | None = None
 
@@ -64,8 +108,9 @@ class LoopbackServer:
         return f"http://{host}:{port}"
 
     async def start(self) -> None:
-        """Start serving; returns once the socket listens."""
-        self._task = asyncio.get_running_loop().create_task(self._server.serve())
+        """Start serving; returns once the socket listens (``ApplicationError`` if it cannot)."""
+        listener = listen(self._host, self._port, name=f"{self.name} server")
+        self._task = asyncio.get_running_loop().create_task(self._server.serve([listener]))
         while not self._server.started:
             if self._task.done():
                 error = self._task.exception()

@@ -116,10 +116,11 @@ class PostgresBackend(GroupCommittedBackend):
     """A ledger in PostgreSQL tables ``ledger_entries`` and ``ledger_checkpoints``.
 
     ``schema`` names the PostgreSQL schema that holds them (``public`` by default), so one
-    database can hold several ledgers; it is created, with the tables, when missing.
+    database can hold several ledgers; it is created, with the tables, when missing, unless
+    ``create`` is false: then a schema without them is refused (``LedgerError``).
     """
 
-    def __init__(self, url: str, *, schema: str = "public") -> None:
+    def __init__(self, url: str, *, schema: str = "public", create: bool = True) -> None:
         self._conninfo = url
         self._url = hide_password(url)
         self._schema = schema
@@ -134,10 +135,20 @@ class PostgresBackend(GroupCommittedBackend):
         except psycopg.Error as exc:
             raise self._error("cannot connect to", exc) from exc
         try:
-            self._create_schema()
+            if not self._has_tables():
+                if not create:
+                    raise LedgerError(
+                        f"there is no ledger in schema {schema!r} of {self._url}; check the "
+                        "URL's schema parameter (reading a ledger never creates one)",
+                        url=self._url,
+                    )
+                self._create_schema()
         except psycopg.Error as exc:
             self._reader.close()
             raise self._error("cannot create the ledger schema in", exc) from exc
+        except LedgerError:
+            self._reader.close()
+            raise
         self._writer: psycopg.Connection[Any] | None = None
         # The last (seq, hash) this writer committed, or None to read it under the lock.
         self._head: tuple[int, str] | None = None
@@ -247,7 +258,7 @@ class PostgresBackend(GroupCommittedBackend):
         with self._read_lock:
             self._reader.close()
 
-    def _create_schema(self) -> None:
+    def _has_tables(self) -> bool:
         exists = self._reader.execute(
             "SELECT to_regclass(%s) IS NOT NULL AND to_regclass(%s) IS NOT NULL",
             (
@@ -255,8 +266,9 @@ class PostgresBackend(GroupCommittedBackend):
                 self._checkpoints.as_string(self._reader),
             ),
         ).fetchone()
-        if exists and exists[0]:
-            return
+        return bool(exists and exists[0])
+
+    def _create_schema(self) -> None:
         with self._reader.transaction():
             self._reader.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
             self._reader.execute(

@@ -134,18 +134,23 @@ def _as_bytes(value: object) -> bytes:
 
 
 class SQLiteBackend(GroupCommittedBackend):
-    """A ledger in one SQLite file, created with its schema if missing.
+    """A ledger in one SQLite file, created with its schema if missing, unless ``create`` is
+    false: then a path that holds no ledger is refused (``LedgerError``) and left untouched.
 
     ``busy_timeout`` bounds how long a write waits for another process holding the file's
     write lock before the append fails.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 60.0) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, busy_timeout: float = 60.0, create: bool = True
+    ) -> None:
         self._path = Path(path)
         self._url = f"sqlite:///{self._path}"
         self._busy_timeout = busy_timeout
         self._read_lock = threading.Lock()
         self._closed = False
+        if not create:
+            self._require_ledger()
         try:
             self._reader = self._connect()
         except sqlite3.Error as exc:
@@ -250,6 +255,32 @@ class SQLiteBackend(GroupCommittedBackend):
         self._writer.close()
         with self._read_lock:
             self._reader.close()
+
+    def _require_ledger(self) -> None:
+        """Refuse a path without a ledger in it, before connecting would create one."""
+        if not self._path.is_file():
+            state = "is a directory" if self._path.is_dir() else "does not exist"
+            raise LedgerError(
+                f"there is no ledger at {self._url}: {self._path} {state}; check the path "
+                "(reading a ledger never creates one)",
+                url=self._url,
+            )
+        try:
+            probe = sqlite3.connect(f"{self._path.absolute().as_uri()}?mode=ro", uri=True)
+            try:
+                found = probe.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ledger_entries'"
+                ).fetchone()
+            finally:
+                probe.close()
+        except sqlite3.Error as exc:
+            raise self._error("cannot open", exc) from exc
+        if found is None:
+            raise LedgerError(
+                f"there is no ledger at {self._url}: {self._path} is a SQLite database without "
+                "assay's ledger_entries table; check the path",
+                url=self._url,
+            )
 
     def _connect(self) -> sqlite3.Connection:
         connection = sqlite3.connect(

@@ -23,8 +23,12 @@ ACCEPTED: Final = (
 )
 
 
-def open_backend(url: str = DEFAULT_URL) -> LedgerBackend:
-    """The backend ``url`` names; ``LedgerError`` listing the accepted forms otherwise."""
+def open_backend(url: str = DEFAULT_URL, *, create: bool = True) -> LedgerBackend:
+    """The backend ``url`` names; ``LedgerError`` listing the accepted forms otherwise.
+
+    A SQLite file or PostgreSQL schema without a ledger gets one, unless ``create`` is false
+    (for reading): then it is refused with a ``LedgerError`` and left as it was.
+    """
     scheme, _, rest = url.partition(":")
     scheme = scheme.lower()
     if scheme == "memory" and rest in ("", "//"):
@@ -32,9 +36,9 @@ def open_backend(url: str = DEFAULT_URL) -> LedgerBackend:
 
         return MemoryBackend()
     if scheme == "sqlite":
-        return _sqlite(url, rest)
+        return _sqlite(url, rest, create)
     if scheme in ("postgresql", "postgres") and rest.startswith("//"):
-        return _postgres(url)
+        return _postgres(url, create)
     raise _unaccepted(url, "unknown kind of ledger")
 
 
@@ -43,22 +47,23 @@ def open_ledger(
     *,
     redaction: Redaction | None = None,
     clock: Clock = SYSTEM_CLOCK,
+    create: bool = True,
 ) -> Ledger:
     """A ``Ledger`` on the backend ``url`` names (see ``open_backend``)."""
-    return Ledger(open_backend(url), redaction=redaction, clock=clock)
+    return Ledger(open_backend(url, create=create), redaction=redaction, clock=clock)
 
 
-def _sqlite(url: str, rest: str) -> LedgerBackend:
+def _sqlite(url: str, rest: str, create: bool) -> LedgerBackend:
     from assay.ledger.sqlite import SQLiteBackend
 
     if rest in ("", "//", "///"):
-        return SQLiteBackend("assay.db")
+        return SQLiteBackend("assay.db", create=create)
     if not rest.startswith("///") or "?" in rest or "#" in rest:
         raise _unaccepted(url, "a SQLite URL is sqlite:/// followed by the file's path")
-    return SQLiteBackend(rest[3:])
+    return SQLiteBackend(rest[3:], create=create)
 
 
-def _postgres(url: str) -> LedgerBackend:
+def _postgres(url: str, create: bool) -> LedgerBackend:
     from assay.ledger.postgres import PostgresBackend
 
     parts = urlsplit(url)
@@ -68,7 +73,7 @@ def _postgres(url: str) -> LedgerBackend:
         raise _unaccepted(url, "give at most one non-empty schema parameter")
     others = urlencode([(key, value) for key, value in pairs if key != "schema"])
     conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, others, parts.fragment))
-    return PostgresBackend(conninfo, schema=schemas[0] if schemas else "public")
+    return PostgresBackend(conninfo, schema=schemas[0] if schemas else "public", create=create)
 
 
 def _unaccepted(url: str, reason: str) -> LedgerError:

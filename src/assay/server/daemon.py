@@ -17,7 +17,7 @@ import uvicorn
 
 from assay.host import Host, load_application
 from assay.host.collector import prepare_to_serve
-from assay.host.loopback import KEEP_ALIVE_S
+from assay.host.loopback import KEEP_ALIVE_S, listen
 from assay.ledger.backend import hide_password
 from assay.ledger.url import open_ledger
 from assay.redaction import Redaction
@@ -32,49 +32,52 @@ logger = logging.getLogger("assay.server")
 
 async def run(config: ServerConfig, *, ready: Callable[[str], None] | None = None) -> None:
     """Serve until interrupted (SIGINT/SIGTERM); ``ready`` is called with the URL once the
-    socket listens. ``RequestError`` for unsafe settings, before anything is opened.
+    socket listens. ``RequestError`` for unsafe settings and ``ApplicationError`` for an
+    address it cannot listen on (a port in use), both before anything else is opened.
 
     It runs the process: once the app is built, the collector is set up for serving
     (``prepare_to_serve``)."""
     config.check()
-    application = load_application(config.app)
-    redaction = Redaction((*application.redaction, *config.redact))
-    ledger = open_ledger(config.ledger, redaction=redaction)
-    try:
-        async with Host(application, ledger, redaction=redaction) as host:
-            workflows = Workflows(
-                ledger,
-                directories=config.workflows,
-                workflows=[Workflow.from_mapping(COMPETITOR_DEEP_DIVE)],
-                session=host.session(None),
-            )
-            app = create_app(
-                host,
-                tokens=config.tokens,
-                workflows=workflows,
-                max_body_bytes=config.max_body_bytes,
-            )
-            server = _Server(
-                uvicorn.Config(
-                    app,
-                    host=config.host,
-                    port=config.port,
-                    lifespan="off",
-                    log_level=config.log_level,
-                    access_log=config.access_log,
-                    timeout_keep_alive=KEEP_ALIVE_S,
+    listener = listen(config.host, config.port, name="daemon")
+    with listener:  # closed however the run ends; uvicorn's own close is harmless
+        application = load_application(config.app)
+        redaction = Redaction((*application.redaction, *config.redact))
+        ledger = open_ledger(config.ledger, redaction=redaction)
+        try:
+            async with Host(application, ledger, redaction=redaction) as host:
+                workflows = Workflows(
+                    ledger,
+                    directories=config.workflows,
+                    workflows=[Workflow.from_mapping(COMPETITOR_DEEP_DIVE)],
+                    session=host.session(None),
                 )
-            )
-            prepare_to_serve()
-            announce = asyncio.get_running_loop().create_task(_announce(server, config, ready))
-            try:
-                await server.serve()
-            finally:
-                announce.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await announce
-    finally:
-        ledger.close()
+                app = create_app(
+                    host,
+                    tokens=config.tokens,
+                    workflows=workflows,
+                    max_body_bytes=config.max_body_bytes,
+                )
+                server = _Server(
+                    uvicorn.Config(
+                        app,
+                        host=config.host,
+                        port=config.port,
+                        lifespan="off",
+                        log_level=config.log_level,
+                        access_log=config.access_log,
+                        timeout_keep_alive=KEEP_ALIVE_S,
+                    )
+                )
+                prepare_to_serve()
+                announce = asyncio.get_running_loop().create_task(_announce(server, config, ready))
+                try:
+                    await server.serve([listener])
+                finally:
+                    announce.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await announce
+        finally:
+            ledger.close()
 
 
 class _Server(uvicorn.Server):
