@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from assay.ledger import open_ledger
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "workflows" / "competitor_deep_dive.yaml"
 EXAMPLE_INPUT = EXAMPLE.with_name("competitor_deep_dive.input.json")
@@ -99,6 +101,11 @@ def test_bad_input_and_unknown_runs_exit_2(tmp_path: Path) -> None:
     not_object = assay("run", str(EXAMPLE), "--input", "[1]", "--ledger", url)
     assert not_object.returncode == 2
     assert "--input must be a JSON object, not list" in not_object.stderr
+    nowhere = assay("resume", "no-such-run", "--ledger", url)
+    assert nowhere.returncode == 2
+    assert f"there is no ledger at {url}" in nowhere.stderr
+    assert not (tmp_path / "ledger.db").exists()
+    open_ledger(url).close()
     unknown = assay("resume", "no-such-run", "--ledger", url)
     assert unknown.returncode == 2
     assert "no run 'no-such-run' in the ledger" in unknown.stderr

@@ -122,7 +122,7 @@ def run_run(args: argparse.Namespace) -> int:
 def run_resume(args: argparse.Namespace) -> int:
     try:
         human = _parse_input(args.input)
-        with open_ledger(args.ledger) as ledger:
+        with open_ledger(args.ledger, create=False) as ledger:  # the run must be in it
             record = _service(args, ledger).resume(args.run_id, human)
     except AssayError as error:
         print(f"assay resume: error: {error}", file=sys.stderr)
@@ -132,7 +132,7 @@ def run_resume(args: argparse.Namespace) -> int:
 
 def run_runs(args: argparse.Namespace) -> int:
     try:
-        with open_ledger(args.ledger) as ledger:
+        with open_ledger(args.ledger, create=False) as ledger:
             records = Workflows(ledger).runs()
     except AssayError as error:
         print(f"assay runs: error: {error}", file=sys.stderr)
