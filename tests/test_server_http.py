@@ -175,7 +175,8 @@ async def test_unknown_things_are_404_and_wrong_methods_405(client: httpx.AsyncC
     assert (session["kind"], session["id"]) == ("session", "nope")
     transition = _problem(await client.get("/v1/transitions/inbox.send%239"), 404, "not-found")
     assert transition["kind"] == "transition"
-    assert _problem(await client.get("/v1/ledger/entries/999"), 404, "not-found")["kind"] == "entry"
+    empty = _problem(await client.get("/v1/ledger/entries/999"), 404, "not-found")
+    assert (empty["kind"], empty["detail"]) == ("entry", "the ledger has no entry 999; it is empty")
     assert _problem(await client.get("/nowhere"), 404, "")["detail"].startswith("no route is")
     method = await client.put("/v1/verify")
     assert _problem(method, 405, "")["detail"] == "PUT is not allowed on /v1/verify; allowed: POST"
@@ -252,7 +253,11 @@ async def test_ledger_reads_and_proofs_check_out(client: httpx.AsyncClient) -> N
     assert proof["root"] == head["root"]
     older = (await client.get("/v1/ledger/proofs/consistency", params={"old": 1})).json()
     ConsistencyProof(**{**older, "path": tuple(older["path"])}).verify()
-    _problem(await client.get("/v1/ledger/proofs/inclusion/4"), 404, "not-found")
+    beyond = _problem(await client.get("/v1/ledger/proofs/inclusion/4"), 404, "not-found")
+    assert beyond["detail"] == "the ledger has no entry 4; it holds entries 1 to 3"
+    huge = _problem(await client.get(f"/v1/ledger/entries/{2**70}"), 404, "not-found")
+    assert huge["detail"] == f"the ledger has no entry {2**70}; it holds entries 1 to 3"
+    assert (await client.get("/v1/ledger/entries", params={"after": 2**70})).json() == []
     too_big = await client.get("/v1/ledger/proofs/consistency", params={"old": 1, "new": 9})
     assert "between 0 and the tree's size (3)" in _problem(too_big, 400, "bad-request")["detail"]
     report = (await client.get("/v1/ledger/verify")).json()

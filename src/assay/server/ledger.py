@@ -141,6 +141,5 @@ def _view(entry: Entry) -> EntryView:
 
 
 def _no_entry(seq: int, size: int) -> NotFoundError:
-    return NotFoundError(
-        f"the ledger has no entry {seq}; it holds entries 1 to {size}", kind="entry", id=str(seq)
-    )
+    held = f"it holds entries 1 to {size}" if size else "it is empty"
+    return NotFoundError(f"the ledger has no entry {seq}; {held}", kind="entry", id=str(seq))
