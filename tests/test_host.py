@@ -160,18 +160,17 @@ async def test_durable_evidence_keeps_order_and_answers_after_storing(
     ledger.close()
 
 
-async def test_durable_evidence_hands_an_idle_writer_half_a_round(tmp_path: Path) -> None:
-    # Sixteen tasks each wait for their entry before drafting the next, so after the first
-    # commit a whole round of drafts would otherwise reach the writer as one batch. Handed
-    # the queue at half the last batch, the writer syncs one half while the loop drafts the
-    # other. The long timeout makes the hand-over itself certain.
+async def test_durable_evidence_keeps_each_tasks_order_across_batches(tmp_path: Path) -> None:
+    # Sixteen tasks each wait for their entry before drafting the next: the writer commits
+    # whatever is queued when it runs, so batches mix tasks and rounds, and each task's
+    # entries must still be stored in the order it drafted them.
     backend = SQLiteBackend(tmp_path / "ledger.db")
     ledger = Ledger(backend)
     batches: list[list[tuple[int, int]]] = []
     backend.add_commit_listener(
         lambda entries: batches.append([(e.body["task"], e.body["round"]) for e in entries])
     )
-    evidence = DurableEvidence(ledger, handover_timeout=60.0)
+    evidence = DurableEvidence(ledger)
     tasks, rounds = 16, 10
 
     async def appender(task: int) -> None:
@@ -183,9 +182,9 @@ async def test_durable_evidence_hands_an_idle_writer_half_a_round(tmp_path: Path
     evidence.close()
     sizes = [len(batch) for batch in batches]
     assert sum(sizes) == tasks * rounds
-    assert any(size <= tasks // 2 for size in sizes[1:]), sizes
+    assert max(sizes) > 1, sizes  # tasks waiting together shared commits
     stored = [pair for batch in batches for pair in batch]
-    for task in range(tasks):  # each task's entries in the order it drafted them
+    for task in range(tasks):
         assert [r for t, r in stored if t == task] == list(range(rounds))
     assert ledger.verify().ok
     ledger.close()

@@ -16,14 +16,11 @@ caller awaits, and nobody else awaits anything, the loop stores it itself. The l
 blocked for that one commit, when no other caller was waiting on the ledger; as soon as two
 are, the writer commits for them.
 
-The writer's commit (the insert and the sync) runs without the GIL, so it could overlap the
-loop's drafting of the next entries; but a woken writer gets the GIL only once the loop
-blocks, which under load is after every ready task has drafted, so the two would take turns
-and never overlap. So when the writer is idle and as many entries are queued as half the last
-batch held, ``append`` hands it the queue: the loop waits (briefly; at most
-``handover_timeout``) until the writer has taken it, the writer commits that half while the
-loop drafts the rest, and from then on two batches alternate, one syncing while the other is
-drafted.
+``append`` never waits for the writer, which takes the queue whenever it next runs. A loop
+that waited until an idle writer took half a round of drafts would let the writer sync one
+half while the loop drafts the other, which speeds up tasks that do nothing but append; but
+under HTTP load those waits cost the daemon about a fifth more CPU per request
+(``bench/http_verify.py``), and serving requests is what the loop is for.
 """
 
 from __future__ import annotations
@@ -39,22 +36,13 @@ from assay.ledger.entry import EntryDraft
 from assay.ledger.ledger import Ledger
 
 _BATCH = 512
-_HANDOVER_FROM = 4
-"""The smallest last batch that makes an idle writer take the queue at half its size: below
-it, handing over would cost the loop a thread round trip to save less than it costs."""
 
 
 class DurableEvidence:
-    """Queue evidence for ``ledger`` without blocking; entries keep the order appended.
+    """Queue evidence for ``ledger`` without blocking; entries keep the order appended."""
 
-    ``handover_timeout`` bounds, in seconds, how long ``append`` may wait for an idle writer
-    to take the queue (see the module's notes); past it, the loop goes on and the writer
-    takes the queue whenever it next runs.
-    """
-
-    def __init__(self, ledger: Ledger, *, handover_timeout: float = 0.01) -> None:
+    def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
-        self.handover_timeout = handover_timeout
         self._queue: deque[EntryDraft] = deque()
         # Held with ``with self._lock`` (C code) rather than through the condition (Python code).
         self._lock = threading.RLock()
@@ -67,8 +55,6 @@ class DurableEvidence:
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._closing = False
         self._writer_waiting = False  # the writer waits for entries: wake it (lock held)
-        self._last_batch = 0  # entries the writer took last time
-        self._handover: threading.Event | None = None  # set once the writer took the queue
         self._in_place = False  # the loop is storing a batch itself (see _kick)
         self._kick_loop: asyncio.AbstractEventLoop | None = None  # where a _kick is due
         self.inline = not ledger.backend.appends_wait  # stored at once, no writer thread
@@ -96,21 +82,9 @@ class DurableEvidence:
                 return self._queued
             self._queue.append(draft)
             self._queued += 1
-            ticket = self._queued
-            handover = None
             if self._writer_waiting:
-                if (
-                    self._handover is None
-                    and self._last_batch >= _HANDOVER_FROM
-                    and len(self._queue) >= self._last_batch // 2
-                ):
-                    handover = self._handover = threading.Event()
-                    self._wake.notify()
-                else:
-                    self._wake_writer()
-        if handover is not None:
-            handover.wait(self.handover_timeout)
-        return ticket
+                self._wake_writer()
+            return self._queued
 
     async def durable(self, ticket: int | None = None) -> None:
         """Return once every entry queued up to ``ticket`` (default: all so far) is stored
@@ -184,8 +158,6 @@ class DurableEvidence:
                 if not self._queue:
                     return
                 batch = [self._queue.popleft() for _ in range(min(_BATCH, len(self._queue)))]
-                self._last_batch = len(batch)
-                self._release_handover()
             if not self._store(batch):
                 return
 
@@ -208,12 +180,6 @@ class DurableEvidence:
             done = [future for target, future in self._waiters if target <= stored]
             self._waiters = [(t, f) for t, f in self._waiters if t > stored]
         _resolve(done, None)
-
-    def _release_handover(self) -> None:
-        """Let a loop waiting to hand over the queue go on (lock held)."""
-        if self._handover is not None:
-            self._handover.set()
-            self._handover = None
 
     def _fail(self, failure: LedgerError) -> None:
         with self._lock:
