@@ -110,14 +110,19 @@ def test_the_body_limit_comes_from_a_flag_the_environment_or_the_file(tmp_path: 
         load_config({}, {}, file)
 
 
-def test_the_command_refuses_an_open_public_bind_with_exit_2() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "assay", "serve", "--host", "0.0.0.0", "--ledger", "memory:"],
+def assay(*arguments: str) -> subprocess.CompletedProcess[str]:
+    """``assay ARGUMENTS`` run to its end (it should refuse to start), with its output."""
+    return subprocess.run(
+        [sys.executable, "-m", "assay", *arguments],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+
+
+def test_the_command_refuses_an_open_public_bind_with_exit_2() -> None:
+    done = assay("serve", "--host", "0.0.0.0", "--ledger", "memory:")
     assert done.returncode == 2
     assert "Add one with --token NAME:SECRET:SCOPE" in done.stderr
 
@@ -126,13 +131,7 @@ def test_the_command_refuses_an_open_public_bind_with_exit_2() -> None:
 def test_a_port_in_use_is_refused_with_exit_2_and_no_traceback(command: list[str]) -> None:
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
-        done = subprocess.run(
-            [sys.executable, "-m", "assay", *command, "--port", str(port), "--ledger", "memory:"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        done = assay(*command, "--port", str(port), "--ledger", "memory:")
     assert done.returncode == 2
     assert f"cannot listen on 127.0.0.1:{port}: another program listens there; choose " in (
         done.stderr
@@ -142,13 +141,7 @@ def test_a_port_in_use_is_refused_with_exit_2_and_no_traceback(command: list[str
 
 
 def test_a_port_beyond_65535_is_refused_with_exit_2() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "assay", "mcp", "--transport", "http", "--port", "70000"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = assay("mcp", "--transport", "http", "--port", "70000")
     assert done.returncode == 2
     assert done.stderr == (
         "assay mcp: error: the MCP endpoint server cannot listen on port 70000: a port is 0 to "
