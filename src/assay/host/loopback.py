@@ -38,9 +38,11 @@ def listen(host: str, port: int, *, name: str) -> socket.socket:
         raise ApplicationError(
             f"the {name} cannot listen on port {port}: a port is 0 to 65535 (0 picks a free one)"
         )
+    # IPv6 for an address with a colon, else IPv4, as uvicorn chooses ("localhost": 127.0.0.1).
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
         family, kind, protocol, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+            host, port, family, socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )[0]
     except (OSError, UnicodeError) as error:
         raise ApplicationError(
