@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from assay.errors import LedgerEntryError, LedgerError
-from assay.ledger import GENESIS_HASH, LedgerBackend, SigningKey, verify_ledger
+from assay.ledger import GENESIS_HASH, LedgerBackend, SigningKey, SQLiteBackend, verify_ledger
 from assay.ledger.entry import parse_entry
 from assay.ledger.url import open_backend
 from ledger_stores import KINDS, Store, draft
@@ -254,6 +254,22 @@ def test_opening_for_reading_refuses_a_missing_ledger_and_creates_none(database:
         assert [entry.body for entry in reader.read(1, 2)] == [{"n": 1}]
     finally:
         reader.close()
+
+
+def test_opening_a_sqlite_ledger_to_read_waits_for_no_writer(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    with SQLiteBackend(path) as writer:
+        writer.append([draft(body={"n": 1})])
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # another process in the middle of a write
+        with pytest.raises(LedgerError, match="database is locked"):
+            SQLiteBackend(path, busy_timeout=0.05)
+        with SQLiteBackend(path, busy_timeout=0.05, create=False) as reader:
+            assert [entry.body for entry in reader.read(1, 2)] == [{"n": 1}]
+            assert verify_ledger(reader).ok
+    finally:
+        holder.close()
 
 
 def test_a_reopened_ledger_keeps_its_entries_and_its_chain(database: Store) -> None:

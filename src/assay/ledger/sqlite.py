@@ -135,7 +135,8 @@ def _as_bytes(value: object) -> bytes:
 
 class SQLiteBackend(GroupCommittedBackend):
     """A ledger in one SQLite file, created with its schema if missing, unless ``create`` is
-    false: then a path that holds no ledger is refused (``LedgerError``) and left untouched.
+    false: then a path that holds no ledger is refused (``LedgerError``) and left untouched,
+    and opening one takes no write lock, so it never waits for another writer.
 
     ``busy_timeout`` bounds how long a write waits for another process holding the file's
     write lock before the append fails.
@@ -156,7 +157,8 @@ class SQLiteBackend(GroupCommittedBackend):
         except sqlite3.Error as exc:
             raise self._error("cannot open", exc) from exc
         try:
-            self._reader.executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;")
+            if create:  # else the ledger is there: a reader takes no write lock to open it
+                self._reader.executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;")
             self._writer = self._connect()
         except sqlite3.Error as exc:
             self._reader.close()
