@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from assay.ledger import SigningKey, open_ledger
 
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+
+def run(
+    *args: str, cwd: Path | None = None, prefix: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "assay", *args],
+        [*prefix, sys.executable, "-m", "assay", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -195,3 +203,82 @@ def test_a_seq_beyond_64_bits_is_no_entry_and_negative_counts_are_usage_errors(
         refused = run("ledger", *arguments, "--ledger", ledger_url)
         assert refused.returncode == 2
         assert message in refused.stderr
+
+
+# Root ignores file modes, so as root the reader runs as nobody; as anyone else, as itself.
+AS_ANOTHER_USER: tuple[str, ...] = (
+    ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups") if os.geteuid() == 0 else ()
+)
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A directory the reader's user can enter (pytest's own are private to this user)."""
+    path = Path(tempfile.mkdtemp(prefix="assay-read-only-"))
+    path.chmod(0o755)
+    probe = subprocess.run(
+        [*AS_ANOTHER_USER, sys.executable, "-c", "import assay"], capture_output=True, check=False
+    )
+    if probe.returncode != 0:
+        shutil.rmtree(path)
+        pytest.skip(f"this interpreter cannot run as another user: {probe.stderr[-300:]!r}")
+    yield path
+    path.chmod(0o755)
+    shutil.rmtree(path)
+
+
+def test_a_ledger_on_storage_the_reader_cannot_write_is_read_verified_and_left_alone(
+    shared_dir: Path,
+) -> None:
+    path = shared_dir / "evidence.db"
+    url = f"sqlite:///{path}"
+    with open_ledger(url) as ledger:
+        for number in range(3):
+            ledger.append("verdict", {"number": number})
+    path.chmod(0o444)
+    shared_dir.chmod(0o555)  # no -wal or -shm can be made beside it
+    before = path.read_bytes()
+
+    verified = run("ledger", "verify", "--ledger", url, prefix=AS_ANOTHER_USER)
+    assert verified.returncode == 0, verified.stderr
+    assert verified.stdout.startswith(f"OK {url}: 3 entries, chain and Merkle tree verified")
+    exported = run("ledger", "export", "--ledger", url, prefix=AS_ANOTHER_USER)
+    assert [json.loads(line)["body"] for line in exported.stdout.splitlines()] == [
+        {"number": 0},
+        {"number": 1},
+        {"number": 2},
+    ]
+    shown = run("ledger", "show", "2", "--ledger", url, prefix=AS_ANOTHER_USER)
+    assert json.loads(shown.stdout)["body"] == {"number": 1}
+    key_file = shared_dir.parent / f"{shared_dir.name}.pem"  # not in the read-only directory
+    SigningKey.generate().save(key_file)
+    try:
+        key_file.chmod(0o644)
+        signed = run("ledger", "checkpoint", "--ledger", url, "--signing-key", str(key_file),
+                     prefix=AS_ANOTHER_USER)  # fmt: skip
+    finally:
+        key_file.unlink()
+    assert signed.returncode == 2
+    assert signed.stderr == (
+        f"assay ledger: error: cannot store a checkpoint in the SQLite ledger {url}: attempt to "
+        "write a readonly database; check that this user may write the file and its directory\n"
+    )
+
+    assert path.read_bytes() == before
+    assert [child.name for child in shared_dir.iterdir()] == ["evidence.db"]
+
+
+def test_a_ledger_another_user_is_writing_is_read_with_its_newest_entries(
+    shared_dir: Path,
+) -> None:
+    url = f"sqlite:///{shared_dir / 'evidence.db'}"
+    with open_ledger(url) as ledger:
+        ledger.append("verdict", {"number": 0})
+        ledger.append("verdict", {"number": 1})
+        # The writer still has the file open, so both entries are in its -wal file only.
+        verified = run("ledger", "verify", "--ledger", url, prefix=AS_ANOTHER_USER)
+        assert verified.returncode == 0, verified.stderr
+        assert verified.stdout.startswith(f"OK {url}: 2 entries")
+        ledger.append("verdict", {"number": 2})
+        tail = run("ledger", "tail", "-n", "1", "--ledger", url, prefix=AS_ANOTHER_USER)
+        assert json.loads(tail.stdout)["body"] == {"number": 2}

@@ -120,6 +120,12 @@ def _row_values(entries: list[Entry]) -> list[object]:
     return [value for entry in entries for value in entry_row(entry)]
 
 
+def _cannot_write(exc: sqlite3.Error) -> bool:
+    """Whether SQLite failed because it may not write the file or create one beside it."""
+    name = getattr(exc, "sqlite_errorname", "")
+    return name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN"))
+
+
 def _text(data: bytes) -> str:
     # Keeps bytes that are not UTF-8 (a tampered row) visible instead of failing the read.
     return data.decode("utf-8", "surrogateescape")
@@ -135,8 +141,13 @@ def _as_bytes(value: object) -> bytes:
 
 class SQLiteBackend(GroupCommittedBackend):
     """A ledger in one SQLite file, created with its schema if missing, unless ``create`` is
-    false: then a path that holds no ledger is refused (``LedgerError``) and left untouched,
-    and opening one takes no write lock, so it never waits for another writer.
+    false: then a path that holds no ledger is refused (``LedgerError``) and left untouched.
+
+    Opening an existing ledger writes nothing: no write lock, so it never waits for another
+    writer, and a file this process cannot write (read-only storage, another user's file)
+    can still be read and verified. The write connection opens with the first append.
+    When no other process has the file open (there is no ``-wal`` file beside it) and SQLite
+    cannot create the files a WAL reader needs, the ledger is read as the file holds it.
 
     ``busy_timeout`` bounds how long a write waits for another process holding the file's
     write lock before the append fails.
@@ -150,20 +161,12 @@ class SQLiteBackend(GroupCommittedBackend):
         self._busy_timeout = busy_timeout
         self._read_lock = threading.Lock()
         self._closed = False
-        if not create:
-            self._require_ledger()
-        try:
-            self._reader = self._connect()
-        except sqlite3.Error as exc:
-            raise self._error("cannot open", exc) from exc
-        try:
-            if create:  # else the ledger is there: a reader takes no write lock to open it
-                self._reader.executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;")
-            self._writer = self._connect()
-        except sqlite3.Error as exc:
-            self._reader.close()
-            raise self._error("cannot create the ledger schema in", exc) from exc
+        if create:
+            self._reader = self._create()
+        else:
+            self._reader = self._open_existing()
         self._reader.text_factory = _text
+        self._writer: sqlite3.Connection | None = None  # opened by the first append
         # The last (seq, hash) this writer committed, or None to read it in a transaction.
         self._head: tuple[int, str] | None = None
         self._group = GroupCommit(self._write, name=self._url)
@@ -254,12 +257,27 @@ class SQLiteBackend(GroupCommittedBackend):
                 return
             self._closed = True
         self._group.close()
-        self._writer.close()
+        if self._writer is not None:
+            self._writer.close()
         with self._read_lock:
             self._reader.close()
 
-    def _require_ledger(self) -> None:
-        """Refuse a path without a ledger in it, before connecting would create one."""
+    def _create(self) -> sqlite3.Connection:
+        """A connection to the ledger, its schema created if missing."""
+        try:
+            connection = self._connect()
+        except sqlite3.Error as exc:
+            raise self._error("cannot open", exc) from exc
+        try:
+            connection.executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;")
+        except sqlite3.Error as exc:
+            connection.close()
+            raise self._error("cannot create the ledger schema in", exc) from exc
+        return connection
+
+    def _open_existing(self) -> sqlite3.Connection:
+        """A connection to the ledger already at the path, opened without writing anything;
+        ``LedgerError``, leaving the path as it was, if there is none."""
         if not self._path.is_file():
             state = "is a directory" if self._path.is_dir() else "does not exist"
             raise LedgerError(
@@ -268,21 +286,45 @@ class SQLiteBackend(GroupCommittedBackend):
                 url=self._url,
             )
         try:
-            probe = sqlite3.connect(f"{self._path.absolute().as_uri()}?mode=ro", uri=True)
             try:
-                found = probe.execute(
-                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ledger_entries'"
-                ).fetchone()
-            finally:
-                probe.close()
+                connection, found = self._probe("mode=rw")  # read-only if the file is
+            except sqlite3.OperationalError as exc:
+                # A WAL reader needs the -wal and -shm files; when it can create neither and
+                # no other process has the file open, the file alone holds the whole ledger.
+                if (
+                    not _cannot_write(exc)
+                    or self._path.with_name(f"{self._path.name}-wal").exists()
+                ):
+                    raise
+                connection, found = self._probe("mode=ro&immutable=1")
         except sqlite3.Error as exc:
             raise self._error("cannot open", exc) from exc
-        if found is None:
+        if not found:
+            connection.close()
             raise LedgerError(
                 f"there is no ledger at {self._url}: {self._path} is a SQLite database without "
                 "assay's ledger_entries table; check the path",
                 url=self._url,
             )
+        return connection
+
+    def _probe(self, parameters: str) -> tuple[sqlite3.Connection, bool]:
+        """A connection with the URI ``parameters``, and whether the ledger's table is there."""
+        connection = sqlite3.connect(
+            f"{self._path.absolute().as_uri()}?{parameters}",
+            uri=True,
+            timeout=self._busy_timeout,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        try:
+            found = connection.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ledger_entries'"
+            ).fetchone()
+        except BaseException:
+            connection.close()
+            raise
+        return connection, found is not None
 
     def _connect(self) -> sqlite3.Connection:
         connection = sqlite3.connect(
@@ -302,6 +344,11 @@ class SQLiteBackend(GroupCommittedBackend):
         return connection
 
     def _write(self, drafts: list[EntryDraft]) -> list[Entry]:
+        if self._writer is None:
+            try:
+                self._writer = self._connect()
+            except sqlite3.Error as exc:
+                raise self._error("cannot write to", exc) from exc
         if self._head is not None and len(drafts) <= _ONE_STATEMENT_ROWS:
             entries = seal_all(drafts, *self._head)
             try:
@@ -320,6 +367,7 @@ class SQLiteBackend(GroupCommittedBackend):
     def _write_locked(self, drafts: list[EntryDraft]) -> list[Entry]:
         """Read the head inside the write transaction, then seal and insert after it."""
         connection = self._writer
+        assert connection is not None  # opened by _write
         self._head = None
         try:
             connection.execute("BEGIN IMMEDIATE")
@@ -350,4 +398,6 @@ class SQLiteBackend(GroupCommittedBackend):
         hint = ""
         if "unable to open" in str(exc):
             hint = "; check that the directory exists and is writable"
+        elif _cannot_write(exc):
+            hint = "; check that this user may write the file and its directory"
         return LedgerError(f"{doing} the SQLite ledger {self._url}: {exc}{hint}", url=self._url)
