@@ -74,6 +74,23 @@ def test_verify_names_the_first_bad_entry_after_tampering(ledger_url: str) -> No
     assert "2 entries verified before it" in result.stdout
 
 
+def test_verify_checks_an_export_and_names_a_line_that_is_not_utf_8(
+    ledger_url: str, tmp_path: Path
+) -> None:
+    export = tmp_path / "ledger.jsonl"
+    export.write_text(run("ledger", "export", "--ledger", ledger_url).stdout)
+    checked = run("ledger", "verify", "--export", str(export))
+    assert (checked.returncode, checked.stderr) == (0, "")
+    assert checked.stdout.startswith(f"OK {export}: 5 entries, chain and Merkle tree verified")
+    lines = export.read_bytes().splitlines(keepends=True)
+    lines[3] = lines[3].replace(b"settlement", b"settl\xffment")
+    export.write_bytes(b"".join(lines))
+    tampered = run("ledger", "verify", "--export", str(export))
+    assert tampered.returncode == 1, tampered.stderr
+    assert tampered.stdout.startswith(f"FAILED {export}: entry 4: the stored entry is not JSON")
+    assert "3 entries verified before it" in tampered.stdout
+
+
 def test_show_prove_and_tail(ledger_url: str) -> None:
     shown = run("ledger", "show", "2", "--ledger", ledger_url)
     assert shown.returncode == 0

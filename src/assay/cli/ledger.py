@@ -123,7 +123,7 @@ def run_verify(args: argparse.Namespace) -> int:
             return _fail(f"cannot read the public key {args.public_key!r}: {error.strerror}")
     try:
         if args.export is not None:
-            with open(args.export, encoding="utf-8") as handle:
+            with open(args.export, encoding="utf-8", errors="surrogateescape") as handle:
                 report = verify_jsonl(handle, key, source=args.export)
         else:
             with _open(args) as ledger:
