@@ -101,6 +101,27 @@ def test_bad_input_and_unknown_runs_exit_2(tmp_path: Path) -> None:
     not_object = assay("run", str(EXAMPLE), "--input", "[1]", "--ledger", url)
     assert not_object.returncode == 2
     assert "--input must be a JSON object, not list" in not_object.stderr
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"workflow: \xff\n")
+    undecodable = assay("run", str(binary), "--ledger", url)
+    assert (undecodable.returncode, undecodable.stderr) == (
+        2,
+        f"assay run: error: the workflow file {str(binary)!r} is not UTF-8 text: "
+        "invalid start byte\n",
+    )
+    unlinted = tmp_path / "unlinted.yaml"
+    unlinted.write_text(
+        "workflow: bad\nsteps:\n  - id: a\n    executor: json:dumps\n"
+        "    empty_output: {items: []}\n    verify: {criteria: ['output.items.length > 0']}\n",
+        encoding="utf-8",
+    )
+    rejected = assay("run", str(unlinted), "--ledger", url)
+    assert rejected.returncode == 2
+    assert "workflow 'bad' was rejected at load (1 problem)" in rejected.stderr
+    unknown_workflow = assay("run", "no-such-workflow", "--ledger", url)
+    assert unknown_workflow.returncode == 2
+    assert "no workflow 'no-such-workflow': not registered" in unknown_workflow.stderr
+    assert not (tmp_path / "ledger.db").exists()  # none of these made a ledger
     nowhere = assay("resume", "no-such-run", "--ledger", url)
     assert nowhere.returncode == 2
     assert f"there is no ledger at {url}" in nowhere.stderr

@@ -25,9 +25,9 @@ from assay.cli.ledger import add_ledger_option
 from assay.errors import AssayError, WorkflowError, WorkflowLintError
 from assay.ledger import open_ledger
 from assay.workflow.definition import ModelSettings, load_workflow
-from assay.workflow.lint import lint
+from assay.workflow.lint import check_workflow, lint
 from assay.workflow.run import RunRecord, RunStatus
-from assay.workflow.service import Workflows
+from assay.workflow.service import Workflows, find_workflow
 
 
 def register(commands: Any) -> None:
@@ -108,8 +108,11 @@ def run_lint(args: argparse.Namespace) -> int:
 def run_run(args: argparse.Namespace) -> int:
     try:
         run_input = _parse_input(args.input)
+        # Found and linted before the ledger is opened, so a bad file creates no ledger.
+        workflow = find_workflow(args.file)
+        check_workflow(workflow, run_input)
         with open_ledger(args.ledger) as ledger:
-            record = _service(args, ledger).start(args.file, run_input)
+            record = _service(args, ledger).engine(workflow).start(run_input)
     except WorkflowLintError as error:
         print(f"assay run: {error}", file=sys.stderr)
         return 2

@@ -116,6 +116,10 @@ def load_workflow(reference: str | Path) -> Workflow:
             raise WorkflowError(
                 f"cannot read the workflow file {text!r}: {error.strerror}", workflow=text
             ) from None
+        except UnicodeDecodeError as error:
+            raise WorkflowError(
+                f"the workflow file {text!r} is not UTF-8 text: {error.reason}", workflow=text
+            ) from None
         except yaml.YAMLError as error:
             raise WorkflowError(f"{text} is not valid YAML: {error}", workflow=text) from None
         resolved = path.resolve()

@@ -52,21 +52,7 @@ class Workflows:
 
     def load(self, reference: str) -> Workflow:
         """The workflow ``reference`` names; ``WorkflowError`` saying where it looked."""
-        if reference in self.known:
-            return self.known[reference]
-        for directory in self.directories:
-            for suffix in (".yaml", ".yml"):
-                candidate = directory / f"{reference}{suffix}"
-                if candidate.is_file():
-                    return load_workflow(candidate)
-        if ":" in reference or Path(reference).exists() or reference.endswith((".yaml", ".yml")):
-            return load_workflow(reference)
-        looked = ", ".join(str(d) for d in self.directories) or "no directories"
-        raise WorkflowError(
-            f"no workflow {reference!r}: not registered, not a NAME.yaml in {looked}, not a "
-            "file and not module:attribute",
-            workflow=reference,
-        )
+        return find_workflow(reference, known=self.known, directories=self.directories)
 
     def lint(self, reference: str) -> list[LintProblem]:
         """The authoring problems of the workflow ``reference`` names."""
@@ -111,3 +97,30 @@ class Workflows:
         if record.source is not None:
             return load_workflow(record.source)
         return self.load(record.workflow)
+
+
+def find_workflow(
+    reference: str,
+    *,
+    known: Mapping[str, Workflow] | None = None,
+    directories: Iterable[Path] = (),
+) -> Workflow:
+    """The workflow ``reference`` names, as ``Workflows.load`` finds it, with ``known`` by
+    name and ``directories`` holding ``NAME.yaml``; ``WorkflowError`` saying where it looked.
+    """
+    if known and reference in known:
+        return known[reference]
+    directories = tuple(directories)
+    for directory in directories:
+        for suffix in (".yaml", ".yml"):
+            candidate = directory / f"{reference}{suffix}"
+            if candidate.is_file():
+                return load_workflow(candidate)
+    if ":" in reference or Path(reference).exists() or reference.endswith((".yaml", ".yml")):
+        return load_workflow(reference)
+    looked = ", ".join(str(d) for d in directories) or "no directories"
+    raise WorkflowError(
+        f"no workflow {reference!r}: not registered, not a NAME.yaml in {looked}, not a "
+        "file and not module:attribute",
+        workflow=reference,
+    )
