@@ -103,6 +103,12 @@ def test_bad_input_and_unknown_runs_exit_2(tmp_path: Path) -> None:
     assert "--input must be a JSON object, not list" in not_object.stderr
     binary = tmp_path / "binary.yaml"
     binary.write_bytes(b"workflow: \xff\n")
+    undecodable_input = assay("run", str(EXAMPLE), "--input", f"@{binary}", "--ledger", url)
+    assert (undecodable_input.returncode, undecodable_input.stderr) == (
+        2,
+        f"assay run: error: the --input file {str(binary)!r} is not UTF-8 text: "
+        "invalid start byte\n",
+    )
     undecodable = assay("run", str(binary), "--ledger", url)
     assert (undecodable.returncode, undecodable.stderr) == (
         2,

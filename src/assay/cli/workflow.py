@@ -194,6 +194,10 @@ def _parse_input(text: str) -> dict[str, Any]:
                 text = file.read()
         except OSError as error:
             raise WorkflowError(f"cannot read --input file {source!r}: {error.strerror}") from None
+        except UnicodeDecodeError as error:
+            raise WorkflowError(
+                f"the --input file {source!r} is not UTF-8 text: {error.reason}", field="input"
+            ) from None
     try:
         value = json.loads(text)
     except json.JSONDecodeError as error:
