@@ -92,6 +92,9 @@ def test_bad_files_name_the_setting(tmp_path: Path) -> None:
         load_config({}, {}, file)
     with pytest.raises(RequestError, match=r"cannot read it"):
         load_config({}, {}, tmp_path / "missing.toml")
+    file.write_bytes(b"port = 1\n\xff\n")
+    with pytest.raises(RequestError, match=r"assay.toml: not UTF-8 text \(invalid start byte\)"):
+        load_config({}, {}, file)
 
 
 def test_the_body_limit_comes_from_a_flag_the_environment_or_the_file(tmp_path: Path) -> None:

@@ -211,6 +211,8 @@ def _read_file(path: Path) -> dict[str, Any]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise RequestError(f"--config {path}: cannot read it ({error.strerror})") from None
+    except UnicodeDecodeError as error:
+        raise RequestError(f"--config {path}: not UTF-8 text ({error.reason})") from None
     except tomllib.TOMLDecodeError as error:
         raise RequestError(f"--config {path}: not valid TOML ({error})") from None
     unknown = sorted(set(data) - set(_FILE_KEYS))
