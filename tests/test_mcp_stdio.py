@@ -152,6 +152,50 @@ def test_requests_piped_in_are_all_answered_and_bad_lines_skipped(
     assert tools == {"list_actions", "fire", "did_it_work", "get_state", "verify"}
 
 
+def test_a_request_that_is_not_a_valid_message_is_answered_with_an_error_naming_why() -> None:
+    requests = (
+        _lines(_initialize(1), {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        # json.dumps writes the lone surrogate as the escape \ud800, as JSON.stringify does
+        + _lines(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "verify", "arguments": {"expression": "a == '\ud800'"}},
+            },
+            {"jsonrpc": "2.0", "id": "three", "method": 3},
+            {"id": 4, "method": "tools/list"},
+            {"jsonrpc": "2.0", "method": 5},  # a notification: nothing to answer
+            {"jsonrpc": "2.0", "id": 6, "method": "tools/list"},
+        )
+    )
+    done = subprocess.run(
+        [ASSAY, "mcp", "--ledger", "memory:"],
+        input=requests,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    answers = {message["id"]: message for message in map(json.loads, done.stdout.splitlines())}
+    assert sorted(answers, key=str) == [1, 2, 4, 6, "three"]
+    assert answers[2]["error"] == {
+        "code": -32700,
+        "message": "invalid request: a string in it holds a lone surrogate escape (such as "
+        "\\ud800), which is not Unicode text; send each character whole, or as a surrogate "
+        "pair",
+    }
+    assert answers["three"]["error"] == {
+        "code": -32600,
+        "message": "invalid request: method: Input should be a valid string",
+    }
+    assert answers[4]["error"] == {
+        "code": -32600,
+        "message": "invalid request: jsonrpc: Field required",
+    }
+    assert len(answers[6]["result"]["tools"]) == 5
+
+
 STRAY_PRINTER = """
 import asyncio
 from mcp.server import MCPServer

@@ -11,8 +11,11 @@ batch of requests, a file of answers) is read or written in a worker thread. Any
 As the SDK's transport does, it serves the wire from private duplicates of fds 0 and 1 and
 points fd 0 at the null device and fd 1 at stderr meanwhile, so that stray output from a
 handler or a child process cannot corrupt the protocol; both are restored on return. One
-JSON-RPC message per line, UTF-8 (undecodable bytes replaced, as the SDK does); a line that
-is not a message reaches the server as its validation error, and blank lines are skipped.
+JSON-RPC message per line, UTF-8 (undecodable bytes replaced, as the SDK does); blank lines
+are skipped. A line that is not a valid message but is a JSON object with a request id (a
+string containing a lone surrogate such as ``\ud800``, a method that is not a string) is
+answered at once with a JSON-RPC error naming what was wrong, so its sender is not left
+waiting; any other such line reaches the server as its validation error, as in the SDK.
 
 The SDK's server cancels every request in flight when its input ends. A client may close
 stdin once it has sent its last request and still read the answers (``assay mcp < requests``
@@ -25,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import json
 import os
 import stat
 import sys
@@ -148,13 +152,15 @@ def _write_all(fd: int, data: bytes) -> None:
 async def _serve(lowlevel: Any, read: ReadChunk, write: WriteLine) -> None:
     incoming_send, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     outgoing, outgoing_receive = anyio.create_memory_object_stream[SessionMessage](0)
+    refusals = outgoing.clone()  # the reader's, for the requests the server cannot read
     owed = _Unanswered()
     async with anyio.create_task_group() as reading:
-        reading.start_soon(_read_messages, read, incoming_send, owed)
+        reading.start_soon(_read_messages, read, incoming_send, refusals, owed)
         async with anyio.create_task_group() as serving:
             serving.start_soon(_write_messages, outgoing_receive, write, owed, reading.cancel_scope)
             async with outgoing:  # closed once the server is done: the writer drains
                 await lowlevel.run(incoming, outgoing, lowlevel.create_initialization_options())
+            refusals.close()  # the reader may still be waiting for stdin
         reading.cancel_scope.cancel()  # stdin may still be open
 
 
@@ -193,11 +199,14 @@ class _Unanswered:
 
 
 async def _read_messages(
-    read: ReadChunk, send: ObjectSendStream[SessionMessage | Exception], owed: _Unanswered
+    read: ReadChunk,
+    send: ObjectSendStream[SessionMessage | Exception],
+    refusals: ObjectSendStream[SessionMessage],
+    owed: _Unanswered,
 ) -> None:
     """Deliver each line read as a message (or its validation error) until stdin ends and
     every request read has been answered."""
-    async with send:
+    async with send, refusals:
         pending = bytearray()
         while chunk := await read():
             scanned = len(pending)  # no newline before here: search only the new bytes
@@ -206,13 +215,16 @@ async def _read_messages(
                 line = bytes(pending[:end])
                 del pending[: end + 1]
                 scanned = 0
-                await _deliver(line, send, owed)
-        await _deliver(bytes(pending), send, owed)  # a last line without its newline
+                await _deliver(line, send, refusals, owed)
+        await _deliver(bytes(pending), send, refusals, owed)  # a last line without its newline
         await owed.drained()
 
 
 async def _deliver(
-    line: bytes, send: ObjectSendStream[SessionMessage | Exception], owed: _Unanswered
+    line: bytes,
+    send: ObjectSendStream[SessionMessage | Exception],
+    refusals: ObjectSendStream[SessionMessage],
+    owed: _Unanswered,
 ) -> None:
     text = line.decode("utf-8", "replace")
     if not text.strip():
@@ -220,10 +232,58 @@ async def _deliver(
     try:
         message = mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValidationError as error:
-        await send.send(error)
+        refusal = _refusal(text, error)
+        if refusal is None:
+            await send.send(error)
+        else:
+            with contextlib.suppress(anyio.ClosedResourceError):  # the server is done
+                await refusals.send(SessionMessage(refusal))
         return
     owed.read(message)
     await send.send(SessionMessage(message))
+
+
+def _refusal(text: str, error: ValidationError) -> mcp_types.JSONRPCError | None:
+    """The error answering ``text``, an invalid message, if it is a request with an id."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None  # not JSON (or nested beyond reading): there is no id to answer
+    if not isinstance(data, dict) or "method" not in data:
+        return None  # a response or something else: nothing waits for an answer
+    request_id = data.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        return None  # a notification, or an id nobody could match an answer to
+    if isinstance(request_id, str) and _has_lone_surrogate(request_id):
+        return None  # an id that cannot be written back
+    if _has_lone_surrogate(data):
+        code = mcp_types.PARSE_ERROR
+        reason = (
+            "a string in it holds a lone surrogate escape (such as \\ud800), which is not "
+            "Unicode text; send each character whole, or as a surrogate pair"
+        )
+    else:
+        first = error.errors()[0]
+        path = [str(part) for part in first["loc"]]
+        if path and path[0].startswith("JSONRPC"):
+            del path[0]  # the kind of message it was read as
+        where = ".".join(path) or "the message"
+        code, reason = mcp_types.INVALID_REQUEST, f"{where}: {first['msg']}"
+    return mcp_types.JSONRPCError(
+        jsonrpc="2.0",
+        id=request_id,
+        error=mcp_types.ErrorData(code=code, message=f"invalid request: {reason}"),
+    )
+
+
+def _has_lone_surrogate(data: object) -> bool:
+    """Whether a string in ``data`` (parsed JSON) holds a lone surrogate, as ``"\\ud800"``
+    parses to: text no UTF-8 message can carry."""
+    try:
+        json.dumps(data, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 async def _write_messages(
