@@ -160,12 +160,56 @@ async def test_bad_input_is_400_and_says_where(client: httpx.AsyncClient) -> Non
         "/v1/verify", content=b"{nope", headers={"content-type": "application/json"}
     )
     assert _problem(not_json, 400, "invalid-request")["errors"][0]["type"] == "json_invalid"
+    not_json = await client.post(  # parsed by FastAPI, where /v1/verify's is by pydantic
+        "/v1/actions", content=b"{nope", headers={"content-type": "application/json"}
+    )
+    assert _problem(not_json, 400, "invalid-request")["errors"][0] == {
+        "field": "body.1",
+        "message": "JSON decode error: Expecting property name enclosed in double quotes",
+        "type": "json_invalid",
+    }
 
     report = await client.post("/v1/state/reports", json={"values": {"a": 1, "a.b": 2}})
     assert _problem(report, 400, "state")["conflict"] == "a.b"
 
     wait = await client.get("/v1/transitions/x", params={"wait_ms": -1})
     assert _problem(wait, 400, "invalid-request")["errors"][0]["field"] == "query.wait_ms"
+
+
+HALF_PAIR = (
+    "a string holds half of a surrogate pair, such as \\ud800 alone, which is not Unicode "
+    "text; send each character whole or as a full surrogate pair"
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/state/reports", b'{"values": {"inbox.unread": "%s"}}'),
+        ("/v1/actions", b'{"action": "inbox.send", "args": {"message_id": "%s"}}'),
+        ("/v1/sessions", b'{"node": "%s"}'),
+        ("/v1/verify", b'{"expression": "inbox.unread == \'%s\'"}'),  # the hot path
+    ],
+)
+@pytest.mark.parametrize("half", [b"\\ud800", b"\\uDC00", b"\\ud83d\\u0041"])
+async def test_half_a_surrogate_pair_is_refused_where_the_body_is_parsed(
+    client: httpx.AsyncClient, path: str, body: bytes, half: bytes
+) -> None:
+    # JSON.stringify writes a string cut between the halves of a pair as "\\ud800"; let in,
+    # it would make every answer that includes it fail to encode.
+    refused = await client.post(
+        path, content=body % half, headers={"content-type": "application/json"}
+    )
+    (error,) = _problem(refused, 400, "invalid-request")["errors"]
+    assert (error["type"], error["field"].split(".")[0]) == ("json_invalid", "body")
+    assert HALF_PAIR in error["message"]
+    state = await client.get("/v1/state")
+    assert state.status_code == 200, state.text
+    assert state.json()["objects"]["inbox"]["unread"] == 3
+    whole = body % b"\\ud83d\\ude00"  # a whole pair is one character: read, then judged
+    judged = await client.post(path, content=whole, headers={"content-type": "application/json"})
+    assert "json_invalid" not in judged.text
+    assert judged.status_code < 500
 
 
 async def test_unknown_things_are_404_and_wrong_methods_405(client: httpx.AsyncClient) -> None:

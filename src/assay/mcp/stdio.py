@@ -42,6 +42,8 @@ from mcp.server import MCPServer
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from assay.host.wire import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
+
 _CHUNK = 1 << 16
 DRAIN_AT_EOF_S = 120.0
 """How long the end of stdin waits for the answers still owed: longer than any tool's wait."""
@@ -254,14 +256,11 @@ def _refusal(text: str, error: ValidationError) -> mcp_types.JSONRPCError | None
     request_id = data.get("id")
     if isinstance(request_id, bool) or not isinstance(request_id, int | str):
         return None  # a notification, or an id nobody could match an answer to
-    if isinstance(request_id, str) and _has_lone_surrogate(request_id):
+    if isinstance(request_id, str) and holds_half_surrogate_pair(request_id):
         return None  # an id that cannot be written back
-    if _has_lone_surrogate(data):
+    if holds_half_surrogate_pair(data):
         code = mcp_types.PARSE_ERROR
-        reason = (
-            "a string in it holds a lone surrogate escape (such as \\ud800), which is not "
-            "Unicode text; send each character whole, or as a surrogate pair"
-        )
+        reason = HALF_SURROGATE_PAIR
     else:
         first = error.errors()[0]
         path = [str(part) for part in first["loc"]]
@@ -274,16 +273,6 @@ def _refusal(text: str, error: ValidationError) -> mcp_types.JSONRPCError | None
         id=request_id,
         error=mcp_types.ErrorData(code=code, message=f"invalid request: {reason}"),
     )
-
-
-def _has_lone_surrogate(data: object) -> bool:
-    """Whether a string in ``data`` (parsed JSON) holds a lone surrogate, as ``"\\ud800"``
-    parses to: text no UTF-8 message can carry."""
-    try:
-        json.dumps(data, ensure_ascii=False).encode()
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 async def _write_messages(

@@ -23,14 +23,17 @@ from assay.host.wire import (
 from assay.server.auth import Principal, require
 from assay.server.declared import errors
 from assay.server.hot import Answered
+from assay.server.json_body import JSONRoute
 from assay.server.problems import ActionProblem, VerifyProblem, action_problem
 from assay.server.query import known_query
 from assay.server.state import host_of
 from assay.server.tokens import Scope
 from assay.verify.outcome import VerificationOutcome
 
-router = APIRouter(prefix="/v1", tags=["actions"], dependencies=[Depends(known_query)])
-lean = APIRouter(prefix="/v1", tags=["actions"])
+router = APIRouter(
+    prefix="/v1", tags=["actions"], dependencies=[Depends(known_query)], route_class=JSONRoute
+)
+lean = APIRouter(prefix="/v1", tags=["actions"], route_class=JSONRoute)
 
 HostDependency = Annotated[Host, Depends(host_of)]
 

@@ -19,11 +19,14 @@ from assay.ledger.proof import ConsistencyProof, InclusionProof, TreeHead
 from assay.ledger.verification import LedgerReport
 from assay.server.auth import Principal, require
 from assay.server.declared import errors
+from assay.server.json_body import JSONRoute
 from assay.server.query import known_query
 from assay.server.state import host_of
 from assay.server.tokens import Scope
 
-router = APIRouter(prefix="/v1/ledger", tags=["ledger"], dependencies=[Depends(known_query)])
+router = APIRouter(
+    prefix="/v1/ledger", tags=["ledger"], dependencies=[Depends(known_query)], route_class=JSONRoute
+)
 
 HostDependency = Annotated[Host, Depends(host_of)]
 Reader = Annotated[Principal, Depends(require(Scope.READ))]

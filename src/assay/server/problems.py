@@ -34,11 +34,13 @@ from assay.errors import (
     StateError,
     WorkflowError,
 )
-from assay.host.wire import ActionResponse, Problem
+from assay.host.wire import HALF_SURROGATE_PAIR, ActionResponse, Problem
 from assay.verify.outcome import VerificationOutcome
 
 MEDIA_TYPE: Final = "application/problem+json"
 _URN: Final = "urn:assay:problem:"
+_HALF_SURROGATE: Final = ("unexpected end of hex escape", "lone leading surrogate in hex escape")
+"""How pydantic's JSON parser words a \\uXXXX escape of half a surrogate pair, alone."""
 
 logger = logging.getLogger("assay.server")
 
@@ -177,10 +179,15 @@ async def _validation(request: Request, error: Exception) -> ProblemResponse:
 
 def _field_problem(item: Mapping[str, Any]) -> FieldProblem:
     location = ".".join(str(part) for part in item.get("loc", ()))
+    message = str(item.get("msg", "invalid"))
+    if item.get("type") == "json_invalid":
+        reason = (item.get("ctx") or {}).get("error")
+        if reason and str(reason) not in message:  # FastAPI's: "JSON decode error" alone
+            message = f"{message}: {reason}"
+        if any(sign in message for sign in _HALF_SURROGATE):  # pydantic's wording of it
+            message = f"{message} ({HALF_SURROGATE_PAIR})"
     return FieldProblem(
-        field=location or "body",
-        message=str(item.get("msg", "invalid")),
-        type=str(item.get("type", "invalid")),
+        field=location or "body", message=message, type=str(item.get("type", "invalid"))
     )
 
 

@@ -10,11 +10,17 @@ from assay.host import Host
 from assay.host.wire import ActionList, SessionInfo, SessionRequest
 from assay.server.auth import Principal, require
 from assay.server.declared import errors
+from assay.server.json_body import JSONRoute
 from assay.server.query import known_query
 from assay.server.state import host_of
 from assay.server.tokens import Scope
 
-router = APIRouter(prefix="/v1/sessions", tags=["sessions"], dependencies=[Depends(known_query)])
+router = APIRouter(
+    prefix="/v1/sessions",
+    tags=["sessions"],
+    dependencies=[Depends(known_query)],
+    route_class=JSONRoute,
+)
 
 HostDependency = Annotated[Host, Depends(host_of)]
 SessionId = Annotated[str, Path(max_length=200, description="a session id")]

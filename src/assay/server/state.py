@@ -10,11 +10,14 @@ from assay.host import Host
 from assay.host.wire import ReportReceipt, ReportRequest
 from assay.server.auth import Principal, require
 from assay.server.declared import errors
+from assay.server.json_body import JSONRoute
 from assay.server.query import known_query
 from assay.server.tokens import Scope
 from assay.state.substrate import SubstrateState
 
-router = APIRouter(prefix="/v1", tags=["state"], dependencies=[Depends(known_query)])
+router = APIRouter(
+    prefix="/v1", tags=["state"], dependencies=[Depends(known_query)], route_class=JSONRoute
+)
 
 
 async def host_of(request: Request) -> Host:

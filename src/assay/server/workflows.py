@@ -17,12 +17,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from assay.errors import NotFoundError
 from assay.server.auth import Principal, require
 from assay.server.declared import errors
+from assay.server.json_body import JSONRoute
 from assay.server.query import known_query
 from assay.server.tokens import Scope
 from assay.workflow.run import RunRecord
 from assay.workflow.service import Workflows
 
-router = APIRouter(prefix="/v1", tags=["workflows"], dependencies=[Depends(known_query)])
+router = APIRouter(
+    prefix="/v1", tags=["workflows"], dependencies=[Depends(known_query)], route_class=JSONRoute
+)
 
 _NAME: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,127}\Z")
 
