@@ -139,6 +139,25 @@ def test_a_dotted_report_merges_like_the_nested_one(patch: dict[str, Any]) -> No
             "report objects, arrays, strings, numbers, booleans or null",
         ),
         (["a", 1], "a report must be an object mapping keys to values, not list"),
+        # What Python's json reads "\\ud800" as: half of a surrogate pair, no UTF-8 text.
+        (
+            {"ok": 2, "note": {"text": ["fine", "cut \ud83d"]}},
+            "cannot store note.text.1: a string holds half of a surrogate pair (such as "
+            "\\ud800 alone), which is not Unicode text; report each character whole, or as a "
+            "full surrogate pair",
+        ),
+        (
+            {"note": {"\udc00": 1}},
+            "cannot store note: a string holds half of a surrogate pair (such as \\ud800 "
+            "alone), which is not Unicode text; report each character whole, or as a full "
+            "surrogate pair",
+        ),
+        (
+            {"\ud800": 1},
+            "cannot store the report: a string holds half of a surrogate pair (such as "
+            "\\ud800 alone), which is not Unicode text; report each character whole, or as a "
+            "full surrogate pair",
+        ),
     ],
 )
 def test_a_rejected_report_writes_nothing(report: Any, message: str) -> None:

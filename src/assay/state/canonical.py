@@ -10,6 +10,7 @@ expanded into nesting; keys inside the values are literal. A key without ``.``, 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -24,7 +25,10 @@ MAX_DEPTH: Final = 256
 """How deeply a stored value may nest, counting the segments of the path it is stored at."""
 
 _PATH_CHARS: Final = frozenset(".[]")
-_PLAIN_TYPES: Final = (str, int, bool, type(None))
+_PLAIN_TYPES: Final = (int, bool, type(None))
+_HALF_PAIR: Final = re.compile("[\ud800-\udfff]")
+"""A surrogate code point: in a ``str``, always half of a pair (a whole pair is one
+character), as Python's ``json`` reads the escape ``"\\ud800"``; no UTF-8 text holds it."""
 
 
 class _RejectedError(Exception):
@@ -59,6 +63,8 @@ def _error(where: Path, rejected: _RejectedError) -> StateError:
 
 def _copy(value: Any, depth: int) -> Any:
     kind = type(value)
+    if kind is str:
+        return value if value.isascii() else _text(value)
     if kind in _PLAIN_TYPES:
         return value
     if kind is float:
@@ -74,7 +80,7 @@ def _copy(value: Any, depth: int) -> Any:
     if kind is dict or isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for raw, item in value.items():
-            key = raw if type(raw) is str else _plain_key(raw)
+            key = raw if type(raw) is str and raw.isascii() else _plain_key(raw)
             try:
                 out[key] = _copy(item, depth + 1)
             except _RejectedError as rejected:
@@ -91,7 +97,7 @@ def _copy(value: Any, depth: int) -> Any:
                 raise
         return items
     if isinstance(value, str):
-        return str.__str__(value)
+        return _text(str.__str__(value))
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
@@ -102,9 +108,19 @@ def _copy(value: Any, depth: int) -> Any:
     )
 
 
+def _text(text: str) -> str:
+    if _HALF_PAIR.search(text) is None:
+        return text
+    raise _RejectedError(
+        "a string holds half of a surrogate pair (such as \\ud800 alone), which is not "
+        "Unicode text",
+        "report each character whole, or as a full surrogate pair",
+    )
+
+
 def _plain_key(key: object) -> str:
     if isinstance(key, str):
-        return str.__str__(key)
+        return _text(str.__str__(key))
     raise _RejectedError(
         f"the key {key!r} ({type(key).__name__}) is not a string", "JSON object keys are strings"
     )
@@ -148,7 +164,7 @@ def expand_report(report: object, leaf: Callable[[Any], Any] | None = None) -> d
     owners: dict[Path, str] = {}
     for raw, value in report.items():
         try:
-            key = raw if type(raw) is str else _plain_key(raw)
+            key = raw if type(raw) is str and raw.isascii() else _plain_key(raw)
         except _RejectedError as rejected:
             raise _error((), rejected) from None
         path = report_path(key)
