@@ -181,9 +181,8 @@ def test_a_request_that_is_not_a_valid_message_is_answered_with_an_error_naming_
     assert sorted(answers, key=str) == [1, 2, 4, 6, "three"]
     assert answers[2]["error"] == {
         "code": -32700,
-        "message": "invalid request: a string in it holds a lone surrogate escape (such as "
-        "\\ud800), which is not Unicode text; send each character whole, or as a surrogate "
-        "pair",
+        "message": "invalid request: a string holds half of a surrogate pair, such as \\ud800 "
+        "alone, which is not Unicode text; send each character whole or as a full surrogate pair",
     }
     assert answers["three"]["error"] == {
         "code": -32600,
