@@ -160,6 +160,29 @@ def test_verify_bad_state_exits_2(tmp_path: Path, content: str, message: str) ->
     assert "Traceback" not in result.stderr
 
 
+def test_verify_refuses_an_expression_or_a_state_that_is_not_unicode(
+    state_file: Path, tmp_path: Path
+) -> None:
+    undecodable = subprocess.run(
+        [sys.executable, "-m", "assay", "verify", b'inbox.sent_count == "\xff"', "--state",
+         str(state_file)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert undecodable.returncode == 2
+    assert undecodable.stderr.splitlines()[-2] == (
+        "assay verify: error: argument EXPR: not UTF-8 text: it holds the byte 0xff at "
+        "character 21; check the terminal's or the script's encoding"
+    )
+    half_pair = tmp_path / "half.json"
+    half_pair.write_text('{"inbox": {"note": "\\ud800"}}')
+    refused = run("verify", "inbox.note", "--state", str(half_pair))
+    assert refused.returncode == 2
+    assert "cannot store inbox.note: a string holds half of a surrogate pair" in refused.stderr
+
+
 def test_verify_missing_file_exits_2(tmp_path: Path) -> None:
     result = run("verify", "a", "--state", str(tmp_path / "absent.json"))
     assert result.returncode == 2

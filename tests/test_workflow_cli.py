@@ -101,6 +101,13 @@ def test_bad_input_and_unknown_runs_exit_2(tmp_path: Path) -> None:
     not_object = assay("run", str(EXAMPLE), "--input", "[1]", "--ledger", url)
     assert not_object.returncode == 2
     assert "--input must be a JSON object, not list" in not_object.stderr
+    half_pair = assay("run", str(EXAMPLE), "--input", '{"topic": "\\udc00"}', "--ledger", url)
+    assert (half_pair.returncode, half_pair.stderr) == (
+        2,
+        "assay run: error: --input: a string holds half of a surrogate pair, such as \\ud800 "
+        "alone, which is not Unicode text; send each character whole or as a full surrogate "
+        "pair\n",
+    )
     binary = tmp_path / "binary.yaml"
     binary.write_bytes(b"workflow: \xff\n")
     undecodable_input = assay("run", str(EXAMPLE), "--input", f"@{binary}", "--ledger", url)

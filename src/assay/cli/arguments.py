@@ -1,10 +1,29 @@
-"""Argument types shared by the commands: whole numbers with a floor, refused by argparse
-with a message that names the value and what is accepted (exit 2, as every usage error)."""
+"""Argument types shared by the commands, refused by argparse with a message that names the
+value and what is accepted (exit 2, as every usage error): whole numbers with a floor, and
+text that must be Unicode."""
 
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
+from typing import Final
+
+_UNDECODED: Final = re.compile("[\udc80-\udcff]")
+"""How Python holds an argument's bytes that are not UTF-8 (surrogateescape)."""
+
+
+def unicode_text(text: str) -> str:
+    """An argparse ``type`` for text (an expression, JSON) that is read as Unicode: refuse
+    bytes that are not UTF-8, which Python keeps as lone surrogates no answer can encode."""
+    undecoded = _UNDECODED.search(text)
+    if undecoded is not None:
+        byte = ord(undecoded.group()) - 0xDC00
+        raise argparse.ArgumentTypeError(
+            f"not UTF-8 text: it holds the byte 0x{byte:02x} at character {undecoded.start()}; "
+            "check the terminal's or the script's encoding"
+        )
+    return text
 
 
 def whole_number(unit: str, *, at_least: int = 0) -> Callable[[str], int]:

@@ -23,6 +23,7 @@ from typing import Any
 
 from assay.cli.ledger import add_ledger_option
 from assay.errors import AssayError, WorkflowError, WorkflowLintError
+from assay.host.wire import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
 from assay.ledger import open_ledger
 from assay.workflow.definition import ModelSettings, load_workflow
 from assay.workflow.lint import check_workflow, lint
@@ -206,4 +207,6 @@ def _parse_input(text: str) -> dict[str, Any]:
         raise WorkflowError(
             f"{source} must be a JSON object, not {type(value).__name__}", field="input"
         )
+    if holds_half_surrogate_pair(value):  # an escape, or argv bytes that are not UTF-8
+        raise WorkflowError(f"{source}: {HALF_SURROGATE_PAIR}", field="input")
     return value
