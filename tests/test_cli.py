@@ -173,9 +173,20 @@ def test_verify_refuses_an_expression_or_a_state_that_is_not_unicode(
     )  # fmt: skip
     assert undecodable.returncode == 2
     assert undecodable.stderr.splitlines()[-2] == (
-        "assay verify: error: argument EXPR: not UTF-8 text: it holds the byte 0xff at "
+        "assay: error: argument 2 is not UTF-8 text: it holds the byte 0xff at "
         "character 21; check the terminal's or the script's encoding"
     )
+    for command in (
+        [b"ledger", b"query", b"--session", b"\xff", b"--ledger", b"sqlite:///x.db"],
+        [b"resume", b"run-\xff"],
+        [b"serve", b"--redact", b"a.\xff"],
+    ):
+        refused = subprocess.run(
+            [sys.executable, "-m", "assay", *command], capture_output=True, timeout=60, check=False
+        )
+        assert refused.returncode == 2, command
+        assert b"is not UTF-8 text: it holds the byte 0xff" in refused.stderr
+    assert not (tmp_path / "x.db").exists()
     half_pair = tmp_path / "half.json"
     half_pair.write_text('{"inbox": {"note": "\\ud800"}}')
     refused = run("verify", "inbox.note", "--state", str(half_pair))

@@ -1,29 +1,30 @@
-"""Argument types shared by the commands, refused by argparse with a message that names the
-value and what is accepted (exit 2, as every usage error): whole numbers with a floor, and
-text that must be Unicode."""
+"""Argument checks shared by the commands, refused with a message that names the value and
+what is accepted (exit 2, as every usage error): whole numbers with a floor, and arguments
+that must be Unicode text."""
 
 from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
 
 _UNDECODED: Final = re.compile("[\udc80-\udcff]")
 """How Python holds an argument's bytes that are not UTF-8 (surrogateescape)."""
 
 
-def unicode_text(text: str) -> str:
-    """An argparse ``type`` for text (an expression, JSON) that is read as Unicode: refuse
-    bytes that are not UTF-8, which Python keeps as lone surrogates no answer can encode."""
-    undecoded = _UNDECODED.search(text)
-    if undecoded is not None:
-        byte = ord(undecoded.group()) - 0xDC00
-        raise argparse.ArgumentTypeError(
-            f"not UTF-8 text: it holds the byte 0x{byte:02x} at character {undecoded.start()}; "
-            "check the terminal's or the script's encoding"
-        )
-    return text
+def refuse_undecodable(arguments: Sequence[str]) -> str | None:
+    """What is wrong with the first of ``arguments`` holding bytes that are not UTF-8 (which
+    Python keeps as lone surrogates, text no answer or ledger entry can carry), if one does."""
+    for number, text in enumerate(arguments, start=1):
+        undecoded = _UNDECODED.search(text)
+        if undecoded is not None:
+            byte = ord(undecoded.group()) - 0xDC00
+            return (
+                f"argument {number} is not UTF-8 text: it holds the byte 0x{byte:02x} at "
+                f"character {undecoded.start()}; check the terminal's or the script's encoding"
+            )
+    return None
 
 
 def whole_number(unit: str, *, at_least: int = 0) -> Callable[[str], int]:

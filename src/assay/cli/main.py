@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from assay import __version__
 from assay.cli import demo, example, ledger, mcp, serve, verify, workflow
+from assay.cli.arguments import refuse_undecodable
 
 EXIT_CODES = """exit codes:
   0  success (verify: the expression held)
@@ -59,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
+    problem = refuse_undecodable(sys.argv[1:] if argv is None else argv)
+    if problem is not None:
+        parser.error(problem)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any
 
-from assay.cli.arguments import unicode_text, whole_number
+from assay.cli.arguments import whole_number
 from assay.clock import SYSTEM_CLOCK
 from assay.errors import AssayError, ExpressionSyntaxError
 from assay.expr import compile_expression
@@ -31,9 +31,7 @@ def register(commands: Any) -> None:
         "a JSON file (re-read when it changes) or an HTTP JSON endpoint (polled). Exit 0 when "
         "it held, 1 when it did not (or could not be evaluated), 2 on a syntax or usage error.",
     )
-    parser.add_argument(
-        "expression", metavar="EXPR", type=unicode_text, help="e.g. 'inbox.sent_count >= 15'"
-    )
+    parser.add_argument("expression", metavar="EXPR", help="e.g. 'inbox.sent_count >= 15'")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--state", metavar="FILE", help="a JSON file holding one object ('-' for stdin, read once)"
