@@ -47,6 +47,11 @@ def test_lint_exits_0_when_clean_1_with_problems_2_when_unreadable(tmp_path: Pat
     missing = assay("lint", str(tmp_path / "missing.yaml"))
     assert missing.returncode == 2
     assert "cannot read the workflow file" in missing.stderr
+    unknown = assay("lint", "no-such-workflow")
+    assert (unknown.returncode, unknown.stderr) == (
+        2,
+        "assay lint: error: no workflow 'no-such-workflow': not a file and not module:attribute\n",
+    )
 
 
 def test_run_the_example_offline_from_any_directory(tmp_path: Path) -> None:
@@ -133,7 +138,9 @@ def test_bad_input_and_unknown_runs_exit_2(tmp_path: Path) -> None:
     assert "workflow 'bad' was rejected at load (1 problem)" in rejected.stderr
     unknown_workflow = assay("run", "no-such-workflow", "--ledger", url)
     assert unknown_workflow.returncode == 2
-    assert "no workflow 'no-such-workflow': not registered" in unknown_workflow.stderr
+    assert unknown_workflow.stderr == (
+        "assay run: error: no workflow 'no-such-workflow': not a file and not module:attribute\n"
+    )
     assert not (tmp_path / "ledger.db").exists()  # none of these made a ledger
     nowhere = assay("resume", "no-such-run", "--ledger", url)
     assert nowhere.returncode == 2

@@ -25,7 +25,7 @@ from assay.cli.ledger import add_ledger_option
 from assay.errors import AssayError, WorkflowError, WorkflowLintError
 from assay.host.wire import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
 from assay.ledger import open_ledger
-from assay.workflow.definition import ModelSettings, load_workflow
+from assay.workflow.definition import ModelSettings
 from assay.workflow.lint import check_workflow, lint
 from assay.workflow.run import RunRecord, RunStatus
 from assay.workflow.service import Workflows, find_workflow
@@ -93,7 +93,7 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
 
 def run_lint(args: argparse.Namespace) -> int:
     try:
-        workflow = load_workflow(args.file)
+        workflow = find_workflow(args.file)
     except WorkflowError as error:
         print(f"assay lint: error: {error}", file=sys.stderr)
         return 2

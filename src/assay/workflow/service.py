@@ -118,9 +118,8 @@ def find_workflow(
                 return load_workflow(candidate)
     if ":" in reference or Path(reference).exists() or reference.endswith((".yaml", ".yml")):
         return load_workflow(reference)
-    looked = ", ".join(str(d) for d in directories) or "no directories"
-    raise WorkflowError(
-        f"no workflow {reference!r}: not registered, not a NAME.yaml in {looked}, not a "
-        "file and not module:attribute",
-        workflow=reference,
-    )
+    looked = ["not registered"] if known else []
+    if directories:
+        looked.append(f"not a NAME.yaml in {', '.join(str(d) for d in directories)}")
+    looked.append("not a file and not module:attribute")
+    raise WorkflowError(f"no workflow {reference!r}: {', '.join(looked)}", workflow=reference)
