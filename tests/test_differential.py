@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import assay
+from assay.state.store import StateStore
 from js_oracle import (
     JsError,
     JsOracle,
@@ -171,3 +172,33 @@ def test_js_oracle_resolves_and_encodes_as_spec(
     js_oracle: JsOracle, source: str, expected: str
 ) -> None:
     assert render(js_oracle.evaluate_one(source, {"count": 1})) == expected
+
+
+# JSON.parse reads an integer beyond 2**53 as the double it rounds to; the state stores it so.
+BIG_INTEGERS = (
+    '{"a": 1180591620717411303425, "b": -18446744073709551617, "c": 9007199254740993, '
+    '"d": 9007199254740992}'
+)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "a == 1180591620717411303425",
+        "a === 1180591620717411303424",
+        "a > 1180591620717411303424",
+        "b === -18446744073709551616",
+        "c === d",
+        "c - d",
+        "String(a) + String(b)",
+        "[a + 1, b * 2, c, d]",
+        "typeof a",
+    ],
+)
+def test_integers_beyond_2_53_in_the_state_evaluate_as_in_node(
+    js_oracle: JsOracle, source: str
+) -> None:
+    stored = StateStore(json.loads(BIG_INTEGERS)).current.objects
+    node = js_oracle.evaluate_one(source, json.loads(BIG_INTEGERS))
+    ours = evaluate_with_assay(source, dict(stored))
+    assert agree(node, ours), describe(source, json.loads(BIG_INTEGERS), node, ours)

@@ -125,6 +125,26 @@ async def test_unknown_sessions_and_transitions_say_what_to_do(
         host.open_session("attic")
 
 
+async def test_a_settlement_whose_changes_hold_an_integer_beyond_2_53_is_recorded(
+    desk: tuple[Host, list[dict[str, Any]]],
+) -> None:
+    # RFC 8785 carries numbers as doubles; the state stores a big integer as the double it
+    # rounds to (as JSON.parse does), so the settlement that shows it can be written.
+    host, _ = desk
+    host.report(ReportRequest(values={"view.domain": 2**70 + 1}))
+    response = await host.fire(ActionRequest(action="workspace.open-billing", wait_ms=1000))
+    assert response.answer == "worked"
+    fire, settlement = host.ledger.query(session=host.default_session)
+    assert (fire.kind, settlement.kind) == ("fire", "settlement")
+    (change,) = settlement.body["outcome"]["changed_fields"]
+    assert (change["key"], change["before"], change["after"]) == (
+        "view.domain",
+        1.1805916207174113e21,
+        "billing",
+    )
+    assert host.ledger.verify().ok
+
+
 async def test_state_selects_keys_and_reports_wake_sessions(
     desk: tuple[Host, list[dict[str, Any]]],
 ) -> None:

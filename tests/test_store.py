@@ -177,6 +177,16 @@ def test_a_rejected_report_writes_nothing(report: Any, message: str) -> None:
     assert dict(store.sources) == {}
 
 
+def test_integers_beyond_2_53_are_stored_as_the_double_they_round_to() -> None:
+    store = StateStore()
+    store.report({"n": {"big": 2**70 + 1, "safe": 2**53, "low": -(2**53) - 1, "on": True}})
+    stored = store.current.objects["n"]
+    assert stored == {"big": 2.0**70, "safe": 2**53, "low": -(2.0**53), "on": True}
+    assert [type(stored[key]) for key in ("big", "safe", "low", "on")] == [float, int, float, bool]
+    with pytest.raises(StateError, match=r"^cannot store n: the integer 10000000000000000000… "):
+        store.report({"n": 10**400})
+
+
 def test_state_errors_carry_the_keys() -> None:
     with pytest.raises(StateError) as caught:
         StateStore().report({"a.b": 2, "a": 1})

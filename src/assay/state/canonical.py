@@ -2,7 +2,11 @@
 
 Values are validated and copied on ingest, so a stored tree never aliases a caller's mutable
 value and never holds what JSON cannot carry (sets, objects, NaN, infinities, non-string
-keys). A report's top-level keys are dotted paths (``view.domain``, ``orders["a.b"].status``)
+keys, half a surrogate pair). Numbers are JavaScript's: an integer beyond ±2**53 is stored as
+the double it rounds to, as ``JSON.parse`` reads it, so that expressions compare it as Node
+does and evidence that holds it can be written as RFC 8785 JSON.
+
+A report's top-level keys are dotted paths (``view.domain``, ``orders["a.b"].status``)
 expanded into nesting; keys inside the values are literal. A key without ``.``, ``[`` or
 ``]`` is taken as it is, so ``""`` is an ordinary key.
 """
@@ -25,7 +29,8 @@ MAX_DEPTH: Final = 256
 """How deeply a stored value may nest, counting the segments of the path it is stored at."""
 
 _PATH_CHARS: Final = frozenset(".[]")
-_PLAIN_TYPES: Final = (int, bool, type(None))
+_PLAIN_TYPES: Final = (bool, type(None))
+_MAX_SAFE: Final = 2**53
 _HALF_PAIR: Final = re.compile("[\ud800-\udfff]")
 """A surrogate code point: in a ``str``, always half of a pair (a whole pair is one
 character), as Python's ``json`` reads the escape ``"\\ud800"``; no UTF-8 text holds it."""
@@ -65,6 +70,8 @@ def _copy(value: Any, depth: int) -> Any:
     kind = type(value)
     if kind is str:
         return value if value.isascii() else _text(value)
+    if kind is int:
+        return value if -_MAX_SAFE <= value <= _MAX_SAFE else _double(value)
     if kind in _PLAIN_TYPES:
         return value
     if kind is float:
@@ -99,13 +106,24 @@ def _copy(value: Any, depth: int) -> Any:
     if isinstance(value, str):
         return _text(str.__str__(value))
     if isinstance(value, int):
-        return int(value)
+        return _copy(int(value), depth)
     if isinstance(value, float):
         return _copy(float(value), depth)
     raise _RejectedError(
         f"{kind.__name__} is not a JSON type",
         "report objects, arrays, strings, numbers, booleans or null",
     )
+
+
+def _double(number: int) -> float:
+    try:
+        return float(number)
+    except OverflowError:
+        raise _RejectedError(
+            f"the integer {str(number)[:20]}… ({len(str(number))} digits) is beyond the range "
+            "of a JSON number (a double)",
+            "report a number within ±1.8e308",
+        ) from None
 
 
 def _text(text: str) -> str:
