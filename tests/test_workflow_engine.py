@@ -197,6 +197,30 @@ def test_an_executor_that_raises_or_returns_no_object_fails_its_verdict() -> Non
     ]
 
 
+def test_outputs_are_json_as_javascript_reads_it_or_fail_their_verdict() -> None:
+    def produce(ctx: StepContext) -> Any:
+        if ctx.iteration == 1:
+            return {"items": [1], "note": "cut \ud83d"}  # half of a surrogate pair
+        return {"items": [2**70 + 1]}  # read, as JSON.parse would, as the double 2.0**70
+
+    engine = Engine(workflow_of(step_of("s", produce)), memory_ledger())
+
+    record = engine.start({"big": -(2**64) - 1})
+
+    assert record.status is RunStatus.COMPLETED
+    assert record.committed == {"s": {"items": [2.0**70]}}
+    verdicts = engine.ledger.query(run=record.run_id, kind="verdict")
+    assert [v.body["verdict"]["critique"] for v in verdicts] == [
+        "executor: the output is not a JSON object: output.note: a string holds half of a "
+        "surrogate pair (such as \\ud800 alone), which is not Unicode text; report each "
+        "character whole, or as a full surrogate pair",
+        "",
+    ]
+    (start, *_) = engine.ledger.query(run=record.run_id, kind="commit")
+    assert start.body["input"] == {"big": -(2.0**64)}
+    assert engine.ledger.verify().ok
+
+
 def test_run_input_must_be_an_object_without_a_steps_key() -> None:
     engine = Engine(workflow_of(step_of("s", Recorder())), memory_ledger())
     with pytest.raises(WorkflowError, match="may not have a 'steps' key"):

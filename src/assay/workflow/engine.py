@@ -14,7 +14,6 @@ finite iteration bound, and every step has a finite number of attempts.
 from __future__ import annotations
 
 import inspect
-import json
 import math
 import uuid
 from collections.abc import Callable, Mapping
@@ -22,8 +21,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from assay.clock import SYSTEM_CLOCK, Clock
-from assay.errors import WorkflowError
+from assay.errors import StateError, WorkflowError
 from assay.ledger import Ledger
+from assay.state.canonical import canonical_value
 from assay.workflow.budget import Budget, Exhaustion, Limits, Meter, step_budget
 from assay.workflow.context import Plan, StepContext, StepResult
 from assay.workflow.definition import ModelSettings, Rung, Step, Workflow
@@ -342,12 +342,15 @@ def _name(error: Exception) -> str:
 
 
 def _json_object(value: Mapping[str, Any], what: str, workflow: str) -> dict[str, Any]:
-    """A plain JSON copy of ``value``; ``WorkflowError`` if it is not JSON."""
+    """A plain JSON copy of ``value``, numbers as JavaScript reads them (an integer beyond
+    ±2**53 becomes the double it rounds to, as in the state); ``WorkflowError`` if it is
+    not JSON."""
     try:
-        copied = json.loads(json.dumps(dict(value), allow_nan=False))
-    except (TypeError, ValueError) as error:
+        copied = canonical_value(dict(value), (what,))
+    except StateError as error:
+        reason = str(error).removeprefix("cannot store ")
         raise WorkflowError(
-            f"the {what} is not a JSON object: {error}", workflow=workflow, field=what
+            f"the {what} is not a JSON object: {reason}", workflow=workflow, field=what
         ) from None
     assert isinstance(copied, dict)
     return copied
