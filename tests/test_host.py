@@ -145,6 +145,32 @@ async def test_a_settlement_whose_changes_hold_an_integer_beyond_2_53_is_recorde
     assert host.ledger.verify().ok
 
 
+async def test_a_handlers_error_with_undecodable_bytes_in_it_is_still_recorded() -> None:
+    # A file name read with surrogateescape keeps its undecodable bytes as half surrogate
+    # pairs, which no JSON can carry; the settlement escapes them rather than losing itself.
+    def handlers(store: Any) -> dict[str, Any]:
+        def open_billing(args: dict[str, Any]) -> None:
+            raise RuntimeError(b"report-\xff.csv is missing".decode("utf-8", "surrogateescape"))
+
+        return {"workspace.open-billing": open_billing}
+
+    app = Application.in_process(
+        DESK, start="workspace", state={"view": {"domain": "home"}}, handlers=handlers
+    )
+    async with Host(app, Ledger(MemoryBackend())) as host:
+        response = await host.fire(ActionRequest(action="workspace.open-billing", wait_ms=500))
+        assert (response.executed, response.answer) == (True, "failed")
+        error = "the handler raised RuntimeError: report-\\udcff.csv is missing"
+        assert response.error == error
+        fire, settlement = host.ledger.query()
+        assert (fire.kind, settlement.kind, settlement.body["error"]) == (
+            "fire",
+            "settlement",
+            error,
+        )
+        assert host.ledger.verify().ok
+
+
 async def test_state_selects_keys_and_reports_wake_sessions(
     desk: tuple[Host, list[dict[str, Any]]],
 ) -> None:

@@ -201,6 +201,8 @@ def test_outputs_are_json_as_javascript_reads_it_or_fail_their_verdict() -> None
     def produce(ctx: StepContext) -> Any:
         if ctx.iteration == 1:
             return {"items": [1], "note": "cut \ud83d"}  # half of a surrogate pair
+        if ctx.iteration == 2:
+            raise OSError(b"no \xff.csv".decode("utf-8", "surrogateescape"))
         return {"items": [2**70 + 1]}  # read, as JSON.parse would, as the double 2.0**70
 
     engine = Engine(workflow_of(step_of("s", produce)), memory_ledger())
@@ -214,6 +216,7 @@ def test_outputs_are_json_as_javascript_reads_it_or_fail_their_verdict() -> None
         "executor: the output is not a JSON object: output.note: a string holds half of a "
         "surrogate pair (such as \\ud800 alone), which is not Unicode text; report each "
         "character whole, or as a full surrogate pair",
+        "executor: the executor raised OSError: no \\udcff.csv",
         "",
     ]
     (start, *_) = engine.ledger.query(run=record.run_id, kind="commit")

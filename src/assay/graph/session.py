@@ -34,6 +34,7 @@ from assay.graph.journey import Journey
 from assay.graph.result import Answer, FireResult, RefusalFigures
 from assay.graph.transition import Phase, Transition
 from assay.redaction import Redaction
+from assay.state.canonical import escape_surrogates
 from assay.state.snapshot import FieldChange, Snapshot
 from assay.state.store import StateStore
 from assay.state.substrate import Substrate
@@ -316,7 +317,7 @@ class Session:
 
     def _handler_failed(self, transition: Transition, error: Exception) -> None:
         transition.handler_done = True
-        transition.error = f"the handler raised {type(error).__name__}: {error}"
+        transition.error = escape_surrogates(f"the handler raised {type(error).__name__}: {error}")
         if not transition.phase.terminal:
             self._finish(transition, Phase.FAILED)
 

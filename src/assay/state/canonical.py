@@ -115,6 +115,15 @@ def _copy(value: Any, depth: int) -> Any:
     )
 
 
+def escape_surrogates(text: str) -> str:
+    """``text`` with each half of a surrogate pair written as its ``\\uXXXX`` escape: what
+    evidence does with text it did not choose (an exception's message holding a file name's
+    undecodable bytes), which JSON and the ledger could not carry otherwise."""
+    if text.isascii() or _HALF_PAIR.search(text) is None:
+        return text
+    return _HALF_PAIR.sub(lambda half: f"\\u{ord(half.group()):04x}", text)
+
+
 def _double(number: int) -> float:
     try:
         return float(number)

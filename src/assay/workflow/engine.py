@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from assay.clock import SYSTEM_CLOCK, Clock
 from assay.errors import StateError, WorkflowError
 from assay.ledger import Ledger
-from assay.state.canonical import canonical_value
+from assay.state.canonical import canonical_value, escape_surrogates
 from assay.workflow.budget import Budget, Exhaustion, Limits, Meter, step_budget
 from assay.workflow.context import Plan, StepContext, StepResult
 from assay.workflow.definition import ModelSettings, Rung, Step, Workflow
@@ -338,7 +338,7 @@ async def _call(function: Any, ctx: StepContext) -> Any:
 
 
 def _name(error: Exception) -> str:
-    return f"{type(error).__name__}: {error}"
+    return escape_surrogates(f"{type(error).__name__}: {error}")
 
 
 def _json_object(value: Mapping[str, Any], what: str, workflow: str) -> dict[str, Any]:
