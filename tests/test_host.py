@@ -14,7 +14,13 @@ from typing import Any
 
 import pytest
 
-from assay.errors import IdempotencyKeyReusedError, LedgerError, NotFoundError, RequestError
+from assay.errors import (
+    EvidenceStoppedError,
+    IdempotencyKeyReusedError,
+    LedgerError,
+    NotFoundError,
+    RequestError,
+)
 from assay.examples.outpost import APPLICATION, Outpost, outpost_connector
 from assay.graph import build_navigation_graph
 from assay.host import Application, DurableEvidence, Host
@@ -286,12 +292,32 @@ async def test_durable_evidence_reports_a_failed_store_on_the_loop(tmp_path: Pat
     await evidence.durable(evidence.append("fire", {"n": 0}, session="s"))
     backend.close()  # the next store fails, in place, as a lone caller's would
     ticket = evidence.append("fire", {"n": 1}, session="s")
-    with pytest.raises(LedgerError, match="is closed; open it again"):
+    with pytest.raises(EvidenceStoppedError, match="is closed; open it again") as caught:
         await evidence.durable(ticket)
+    assert str(caught.value).endswith(
+        "; evidence stopped being recorded at that failure, and actions with it, so that none "
+        "runs unrecorded: restart once the ledger is back"
+    )
+    assert isinstance(caught.value.__cause__, LedgerError)
     assert evidence.commits_in_place == 1
-    with pytest.raises(LedgerError, match="is closed"):
+    with pytest.raises(EvidenceStoppedError, match="is closed"):
         evidence.append("fire", {"n": 2}, session="s")
     evidence.close()
+
+
+async def test_once_evidence_stops_no_action_runs_unrecorded(tmp_path: Path) -> None:
+    calls: list[dict[str, Any]] = []
+    backend = SQLiteBackend(tmp_path / "ledger.db")
+    async with Host(_desk(calls), Ledger(backend)) as host:
+        request = ActionRequest(action="workspace.open-billing", wait_ms=1000)
+        assert (await host.fire(request)).answer == "worked"
+        backend.close()  # the ledger fails from here on
+        with pytest.raises(EvidenceStoppedError):
+            await host.fire(request)  # its fire was queued before the store failed: it ran
+        assert len(calls) == 2
+        with pytest.raises(EvidenceStoppedError, match="restart once the ledger is back"):
+            await host.fire(request)
+        assert len(calls) == 2  # refused before its handler, which never ran
 
 
 async def test_the_outpost_journey_through_the_host() -> None:

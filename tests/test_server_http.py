@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,6 +17,7 @@ from fastapi import FastAPI
 
 from assay.examples.outpost import APPLICATION, Outpost, outpost_connector
 from assay.host import Application
+from assay.ledger import Ledger, SQLiteBackend
 from assay.ledger.proof import ConsistencyProof, InclusionProof
 from assay.server import create_app
 from http_daemon import TOKENS, bearer, serving
@@ -416,3 +418,27 @@ async def test_bodies_over_the_limit_are_413_and_change_nothing(outpost: Outpost
         fits = await http.post("/v1/verify", json={"expression": "inbox.unread === 3"})
         assert fits.status_code == 200
         assert served.host.ledger.size == 1
+
+
+async def test_a_ledger_that_fails_is_503_and_once_evidence_stops_no_retry_is_offered(
+    outpost: Outpost, tmp_path: Path
+) -> None:
+    backend = SQLiteBackend(tmp_path / "ledger.db")
+    async with (
+        serving(_outpost(outpost), ledger=Ledger(backend)) as served,
+        httpx.AsyncClient(base_url=served.url, timeout=30) as http,
+    ):
+        sent = {"action": "inbox.mark-all-read", "wait_ms": 0}
+        assert (await http.post("/v1/actions", json=sent)).status_code == 200
+        backend.close()
+        read = await http.get("/v1/ledger/entries/1")
+        body = _problem(read, 503, "ledger-unavailable")
+        assert read.headers["retry-after"] == "1"  # a read may work again
+        assert body["detail"].endswith("nothing was acknowledged, so retry once the ledger is back")
+        for _ in range(2):  # the store that fails, then the fire refused before it runs
+            fired = await http.post("/v1/actions", json=sent)
+            body = _problem(fired, 503, "ledger-unavailable")
+            assert "retry-after" not in fired.headers
+            assert body["detail"].endswith(
+                "restart once the ledger is back; nothing was acknowledged"
+            )

@@ -19,7 +19,8 @@ resembles, so callers can catch either::
     ├── SigningKeyError(ValueError)                 a signing or public key could not be loaded
     ├── LedgerEntryError(ValueError)                a malformed entry was refused; nothing stored
     ├── LedgerError(RuntimeError)                   the ledger could not be opened, read or written
-    │   └── LedgerIntegrityError                    a stored entry or checkpoint does not verify
+    │   ├── LedgerIntegrityError                    a stored entry or checkpoint does not verify
+    │   └── EvidenceStoppedError                    evidence failed to store; no more is taken
     ├── RequestError(ValueError)                    a port's input was malformed; nothing done
     │   └── IdempotencyKeyReusedError               one key, two different requests
     ├── NotFoundError(LookupError)                  no session, transition or entry by that id
@@ -200,6 +201,12 @@ class LedgerError(AssayError, RuntimeError):
     def __init__(self, message: str, *, url: str | None = None) -> None:
         super().__init__(message)
         self.url = url
+
+
+class EvidenceStoppedError(LedgerError):
+    """Storing evidence failed, so the log that queued it (a host's ``DurableEvidence``) takes
+    no more, and no action runs without its evidence; a new log (a restarted daemon) may
+    append again once the ledger is back. ``__cause__`` is the failure."""
 
 
 class LedgerIntegrityError(LedgerError):

@@ -8,6 +8,13 @@ commit per batch. A port answers a caller only after ``await durable()``, so not
 acknowledged can be lost to a crash. A ledger whose appends never wait (memory) is stored
 to at once, on the caller's thread, with no writer thread at all.
 
+A store that fails stops the log: every caller waiting, and every later ``append``, gets an
+``EvidenceStoppedError``. A session records an action's fire before running its handler, so
+from then on no action runs without its evidence; the handlers that already ran have their
+callers told that nothing was acknowledged. Recording again takes a new log (for the daemon,
+a restart) once the ledger is back: a log that went on after a gap could answer a caller for
+entries stored after one of its own that was lost.
+
 A lone caller is the exception. Handing its entry to the writer and being woken by it
 costs two thread wake-ups, as much as the sync itself on a fast disk. So when the writer is
 idle, the loop wakes it only at the end of the iteration that queued the entry, after the
@@ -31,7 +38,7 @@ import threading
 from collections import deque
 from typing import Any
 
-from assay.errors import LedgerError
+from assay.errors import EvidenceStoppedError, LedgerError
 from assay.ledger.entry import EntryDraft
 from assay.ledger.ledger import Ledger
 
@@ -88,7 +95,8 @@ class DurableEvidence:
 
     async def durable(self, ticket: int | None = None) -> None:
         """Return once every entry queued up to ``ticket`` (default: all so far) is stored
-        durably; raises ``LedgerError`` when the ledger could not store them."""
+        durably; raises ``EvidenceStoppedError`` when the ledger could not store them, and
+        from then on (see the module's notes)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         with self._lock:
@@ -166,7 +174,12 @@ class DurableEvidence:
         try:
             self.ledger.store(batch)
         except Exception as error:
-            failure = error if isinstance(error, LedgerError) else LedgerError(str(error))
+            failure = EvidenceStoppedError(
+                f"{error}; evidence stopped being recorded at that failure, and actions with "
+                "it, so that none runs unrecorded: restart once the ledger is back",
+                url=error.url if isinstance(error, LedgerError) else None,
+            )
+            failure.__cause__ = error
             self._fail(failure)
             return False
         self._stored_up_to(len(batch))

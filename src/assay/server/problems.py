@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException
 
 from assay.errors import (
     ContractError,
+    EvidenceStoppedError,
     ExpressionError,
     ExpressionSyntaxError,
     IdempotencyKeyReusedError,
@@ -256,13 +257,13 @@ async def _not_found(request: Request, error: Exception) -> ProblemResponse:
 async def _ledger(request: Request, error: Exception) -> ProblemResponse:
     assert isinstance(error, LedgerError)
     logger.error("ledger unavailable: %s", error)
+    if isinstance(error, EvidenceStoppedError):  # a retry cannot help: it takes a restart
+        detail, headers = f"{error}; nothing was acknowledged", {}
+    else:
+        detail = f"{error}; nothing was acknowledged, so retry once the ledger is back"
+        headers = {"Retry-After": "1"}
     return problem_response(
-        request,
-        503,
-        "ledger-unavailable",
-        "Ledger unavailable",
-        f"{error}; nothing was acknowledged, so retry once the ledger is back",
-        headers={"Retry-After": "1"},
+        request, 503, "ledger-unavailable", "Ledger unavailable", detail, headers=headers
     )
 
 
