@@ -170,6 +170,16 @@ async def test_bad_input_is_400_and_says_where(client: httpx.AsyncClient) -> Non
         "message": "JSON decode error: Expecting property name enclosed in double quotes",
         "type": "json_invalid",
     }
+    deep = b'{"values": {"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}"
+    too_deep = await client.post(
+        "/v1/state/reports", content=deep, headers={"content-type": "application/json"}
+    )
+    assert _problem(too_deep, 400, "invalid-request")["errors"][0] == {
+        "field": "body.0",
+        "message": "JSON decode error: it nests too deeply to read (JSON nested hundreds of "
+        "levels deep); send a flatter body",
+        "type": "json_invalid",
+    }
 
     report = await client.post("/v1/state/reports", json={"values": {"a": 1, "a.b": 2}})
     assert _problem(report, 400, "state")["conflict"] == "a.b"

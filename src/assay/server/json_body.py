@@ -5,7 +5,9 @@ broken between the two halves of a surrogate pair as ``"\\ud800"``. Python's ``j
 that into a ``str`` no UTF-8 text can hold: accepted into the state it would make every later
 answer that includes it fail to encode. The daemon's hot path parses with pydantic, which
 refuses it; ``JSONRoute`` refuses it on every other route, as FastAPI refuses text that is not
-JSON: 400, ``json_invalid``, at the position of the escape.
+JSON: 400, ``json_invalid``, at the position of the escape. A body nested too deeply for
+Python's parser is ``json_invalid`` too, saying so, where FastAPI would say only that the body
+could not be parsed.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from fastapi.routing import APIRoute
 
 from assay.host.wire import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
 
+_TOO_DEEP: Final = (
+    "it nests too deeply to read (JSON nested hundreds of levels deep); send a flatter body"
+)
 # An escaped surrogate (\uD800-\uDFFF), or one encoded as UTF-8 bytes, which json.loads
 # also reads: only a body holding one of these can hold half of a pair.
 _SURROGATE: Final = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
@@ -41,7 +46,10 @@ class _JSONRequest(Request):
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
             body = await self.body()
-            value = json.loads(body)
+            try:
+                value = json.loads(body)
+            except RecursionError:
+                raise json.JSONDecodeError(_TOO_DEEP, body.decode("latin-1"), 0) from None
             sign = _SURROGATE.search(body)
             if sign is not None and holds_half_surrogate_pair(value):
                 raise json.JSONDecodeError(
