@@ -177,6 +177,57 @@ async def test_a_handlers_error_with_undecodable_bytes_in_it_is_still_recorded()
         assert host.ledger.verify().ok
 
 
+async def test_a_fire_whose_args_cannot_be_recorded_is_refused_before_anything_runs() -> None:
+    calls: list[dict[str, Any]] = []
+    graph = build_navigation_graph(
+        "desk",
+        pages={
+            "workspace": {
+                "actions": {
+                    "open-billing": {
+                        "does": "Open the billing domain view",
+                        "writes": ["view.domain"],
+                        "verify": {"view.domain": {"eq": "billing"}},
+                        "single_flight": True,
+                    }
+                }
+            }
+        },
+    )
+
+    def handlers(store: Any) -> dict[str, Any]:
+        def open_billing(args: dict[str, Any]) -> None:
+            calls.append(args)
+            store.report({"view.domain": "billing"}, source="desk")
+
+        return {"workspace.open-billing": open_billing}
+
+    app = Application.in_process(
+        graph, start="workspace", state={"view": {"domain": "home"}}, handlers=handlers
+    )
+    async with Host(app, Ledger(MemoryBackend())) as host:
+        huge = ActionRequest(action="workspace.open-billing", args={"n": 2**70}, wait_ms=500)
+        refused = await host.fire(huge)
+        assert (refused.executed, refused.refusal) == (False, "bad_arguments")
+        assert refused.error is not None
+        assert refused.error.startswith(
+            "the fire cannot be recorded, so nothing ran: body cannot be written as RFC 8785 "
+            "JSON: 1180591620717411303424 exceeds safe integer domain"
+        )
+        # Before, the unrecorded fire held the single flight for ever.
+        fine = ActionRequest(action="workspace.open-billing", wait_ms=1000)
+        assert (await host.fire(fine)).answer == "worked"
+        assert calls == [{}]
+        entries = host.ledger.query()
+        assert [(e.kind, e.transition) for e in entries] == [
+            ("refusal", "workspace.open-billing#1"),
+            ("fire", "workspace.open-billing#2"),
+            ("settlement", "workspace.open-billing#2"),
+        ]
+        assert entries[0].body["args"] is None
+        assert host.did_it_work(None, "workspace.open-billing#1").answer == "refused"
+
+
 async def test_state_selects_keys_and_reports_wake_sessions(
     desk: tuple[Host, list[dict[str, Any]]],
 ) -> None:

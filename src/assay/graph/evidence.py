@@ -46,6 +46,20 @@ def fire_body(transition: Transition) -> dict[str, Any]:
     }
 
 
+def refusal_body(transition: Transition, args: dict[str, Any] | None) -> dict[str, Any]:
+    """A refusal entry's body: the action, its arguments (``None`` when they are what cannot
+    be recorded), why it was refused and the figures behind it."""
+    figures = transition.refusal_figures
+    return {
+        "action": transition.spec.id,
+        "args": args,
+        "source": transition.source,
+        "refusal": transition.refusal,
+        "error": transition.error,
+        "figures": None if figures is None else figures.model_dump(exclude_none=True),
+    }
+
+
 def settlement_body(transition: Transition) -> dict[str, Any]:
     """A settlement entry's body: the answer, the effect, the commit bundle and the outcome."""
     return {

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from assay.clock import SYSTEM_CLOCK, Clock
-from assay.errors import ContractError
+from assay.errors import ContractError, LedgerEntryError
 from assay.expr import compile_expression
 from assay.expr.contract import Contract, compile_contract
 from assay.expr.path import parse_path
@@ -29,7 +29,7 @@ from assay.expr.predicate import Predicate
 from assay.graph.answers import answer, fire_result, waiting_on
 from assay.graph.binding import AllOf, ArgsPredicate, covers, fill, related
 from assay.graph.declaration import ActionSpec, Reversibility, check_arguments
-from assay.graph.evidence import EvidenceLog, fire_body, settlement_body
+from assay.graph.evidence import EvidenceLog, fire_body, refusal_body, settlement_body
 from assay.graph.journey import Journey
 from assay.graph.result import Answer, FireResult, RefusalFigures
 from assay.graph.transition import Phase, Transition
@@ -183,7 +183,8 @@ class Session:
         handler = self.handlers.get(spec.id)
         if handler is None:
             transition.materialized = False
-            self._record_fire(transition)
+            if not self._recorded_fire(transition):
+                return self.result(transition)
             transition.settle(Phase.UNMATERIALIZED, self.clock.monotonic(), self.store.version)
             self._record_settlement(transition)
             self._release(transition)
@@ -192,7 +193,8 @@ class Session:
             check = declared.check(transition.before.objects)
             if check.result is True:
                 transition.already_true = check.conditions
-        self._record_fire(transition)
+        if not self._recorded_fire(transition):
+            return self.result(transition)
         timeout = verify_timeout_ms if verify_timeout_ms is not None else spec.verify_timeout_ms
         if transition.already_true is None and predicate is not None:
             self._spawn(self._verify(transition, predicate, spec.settle_ms, timeout))
@@ -265,18 +267,10 @@ class Session:
         transition.refusal_figures = figures
         transition.error = message
         transition.settle(Phase.REFUSED, self.clock.monotonic(), self.store.version)
-        self._record(
-            "refusal",
-            transition,
-            {
-                "action": spec.id,
-                "args": args,
-                "source": source,
-                "refusal": reason,
-                "error": message,
-                "figures": None if figures is None else figures.model_dump(exclude_none=True),
-            },
-        )
+        try:
+            self._record("refusal", transition, refusal_body(transition, args))
+        except LedgerEntryError:  # the args are part of why: keep the refusal, not them
+            self._record("refusal", transition, refusal_body(transition, None))
         return self.result(transition)
 
     def _refused_unknown(self, action_id: str) -> FireResult:
@@ -411,8 +405,19 @@ class Session:
         if self.evidence is not None:
             self.evidence.append(kind, body, session=self.id, transition=transition.id)
 
-    def _record_fire(self, transition: Transition) -> None:
-        self._record("fire", transition, fire_body(transition))
+    def _recorded_fire(self, transition: Transition) -> bool:
+        """Record ``transition``'s fire, before anything runs; if its body cannot be written
+        (args the ledger cannot carry), refuse it instead, recording that, and say so."""
+        try:
+            self._record("fire", transition, fire_body(transition))
+        except LedgerEntryError as error:
+            self._release(transition)
+            transition.refusal = "bad_arguments"
+            transition.error = f"the fire cannot be recorded, so nothing ran: {error}"
+            transition.settle(Phase.REFUSED, self.clock.monotonic(), self.store.version)
+            self._record("refusal", transition, refusal_body(transition, None))
+            return False
+        return True
 
     def _record_settlement(self, transition: Transition) -> None:
         self._record("settlement", transition, settlement_body(transition))
