@@ -30,28 +30,27 @@ from assay.ledger.memory import MemoryBackend
 
 pytestmark = pytest.mark.anyio
 
-DESK = build_navigation_graph(
-    "desk",
-    pages={
-        "workspace": {
-            "actions": {
-                "open-billing": {
-                    "does": "Open the billing view",
-                    "writes": ["view.domain"],
-                    "verify": {"view.domain": {"eq": "billing"}},
-                    "input": {
-                        "type": "object",
-                        "properties": {"tab": {"type": "string", "maxLength": 5}},
-                        "additionalProperties": False,
-                    },
-                },
-            }
-        }
-    },
-)
+
+def _desk_graph(**declared: Any) -> Any:
+    """The desk's graph; ``declared`` overrides its one action's declaration (None drops)."""
+    action = {
+        "does": "Open the billing view",
+        "writes": ["view.domain"],
+        "verify": {"view.domain": {"eq": "billing"}},
+        "input": {
+            "type": "object",
+            "properties": {"tab": {"type": "string", "maxLength": 5}},
+            "additionalProperties": False,
+        },
+    } | declared
+    kept = {name: value for name, value in action.items() if value is not None}
+    return build_navigation_graph("desk", pages={"workspace": {"actions": {"open-billing": kept}}})
 
 
-def _desk(calls: list[dict[str, Any]]) -> Application:
+DESK = _desk_graph()
+
+
+def _desk(calls: list[dict[str, Any]], graph: Any = DESK) -> Application:
     def handlers(store: Any) -> dict[str, Any]:
         def open_billing(args: dict[str, Any]) -> None:
             calls.append(args)
@@ -60,7 +59,7 @@ def _desk(calls: list[dict[str, Any]]) -> Application:
         return {"workspace.open-billing": open_billing}
 
     return Application.in_process(
-        DESK, start="workspace", state={"view": {"domain": "home"}}, handlers=handlers
+        graph, start="workspace", state={"view": {"domain": "home"}}, handlers=handlers
     )
 
 
@@ -179,32 +178,7 @@ async def test_a_handlers_error_with_undecodable_bytes_in_it_is_still_recorded()
 
 async def test_a_fire_whose_args_cannot_be_recorded_is_refused_before_anything_runs() -> None:
     calls: list[dict[str, Any]] = []
-    graph = build_navigation_graph(
-        "desk",
-        pages={
-            "workspace": {
-                "actions": {
-                    "open-billing": {
-                        "does": "Open the billing domain view",
-                        "writes": ["view.domain"],
-                        "verify": {"view.domain": {"eq": "billing"}},
-                        "single_flight": True,
-                    }
-                }
-            }
-        },
-    )
-
-    def handlers(store: Any) -> dict[str, Any]:
-        def open_billing(args: dict[str, Any]) -> None:
-            calls.append(args)
-            store.report({"view.domain": "billing"}, source="desk")
-
-        return {"workspace.open-billing": open_billing}
-
-    app = Application.in_process(
-        graph, start="workspace", state={"view": {"domain": "home"}}, handlers=handlers
-    )
+    app = _desk(calls, _desk_graph(single_flight=True, input=None))
     async with Host(app, Ledger(MemoryBackend())) as host:
         huge = ActionRequest(action="workspace.open-billing", args={"n": 2**70}, wait_ms=500)
         refused = await host.fire(huge)
