@@ -142,21 +142,21 @@ def test_a_dotted_report_merges_like_the_nested_one(patch: dict[str, Any]) -> No
         # What Python's json reads "\\ud800" as: half of a surrogate pair, no UTF-8 text.
         (
             {"ok": 2, "note": {"text": ["fine", "cut \ud83d"]}},
-            "cannot store note.text.1: a string holds half of a surrogate pair (such as "
-            "\\ud800 alone), which is not Unicode text; report each character whole, or as a "
-            "full surrogate pair",
+            "cannot store note.text.1: a string holds half of a surrogate pair, such as "
+            "\\ud800 alone, which is not Unicode text; send each character whole or as a full "
+            "surrogate pair",
         ),
         (
             {"note": {"\udc00": 1}},
-            "cannot store note: a string holds half of a surrogate pair (such as \\ud800 "
-            "alone), which is not Unicode text; report each character whole, or as a full "
+            "cannot store note: a string holds half of a surrogate pair, such as \\ud800 "
+            "alone, which is not Unicode text; send each character whole or as a full "
             "surrogate pair",
         ),
         (
             {"\ud800": 1},
-            "cannot store the report: a string holds half of a surrogate pair (such as "
-            "\\ud800 alone), which is not Unicode text; report each character whole, or as a "
-            "full surrogate pair",
+            "cannot store the report: a string holds half of a surrogate pair, such as "
+            "\\ud800 alone, which is not Unicode text; send each character whole or as a full "
+            "surrogate pair",
         ),
     ],
 )

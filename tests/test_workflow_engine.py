@@ -214,8 +214,8 @@ def test_outputs_are_json_as_javascript_reads_it_or_fail_their_verdict() -> None
     verdicts = engine.ledger.query(run=record.run_id, kind="verdict")
     assert [v.body["verdict"]["critique"] for v in verdicts] == [
         "executor: the output is not a JSON object: output.note: a string holds half of a "
-        "surrogate pair (such as \\ud800 alone), which is not Unicode text; report each "
-        "character whole, or as a full surrogate pair",
+        "surrogate pair, such as \\ud800 alone, which is not Unicode text; send each "
+        "character whole or as a full surrogate pair",
         "executor: the executor raised OSError: no \\udcff.csv",
         "",
     ]

@@ -23,8 +23,8 @@ from typing import Any
 
 from assay.cli.ledger import add_ledger_option
 from assay.errors import AssayError, WorkflowError, WorkflowLintError
-from assay.host.wire import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
 from assay.ledger import open_ledger
+from assay.state.canonical import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
 from assay.workflow.definition import ModelSettings
 from assay.workflow.lint import check_workflow, lint
 from assay.workflow.run import RunRecord, RunStatus

@@ -8,9 +8,8 @@ strict, so a value of the wrong JSON type is an error rather than a silent conve
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,23 +19,6 @@ from assay.verify.outcome import VerificationOutcome
 
 MAX_WAIT_MS = 55_000
 """The longest wait a port accepts: under the 60 s request timeout common in clients."""
-
-HALF_SURROGATE_PAIR: Final = (
-    "a string holds half of a surrogate pair, such as \\ud800 alone, which is not Unicode "
-    "text; send each character whole or as a full surrogate pair"
-)
-"""Why a port refuses JSON that ``holds_half_surrogate_pair``, and what to send instead."""
-
-
-def holds_half_surrogate_pair(value: Any) -> bool:
-    """Whether a string in ``value`` (parsed JSON) is a lone surrogate's, as Python's ``json``
-    reads the escape ``"\\ud800"`` (which ``JSON.stringify`` writes for a broken string):
-    text that no UTF-8 answer can carry, so every port refuses it where it parses JSON."""
-    try:
-        json.dumps(value, ensure_ascii=False).encode()
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 class _Input(BaseModel):

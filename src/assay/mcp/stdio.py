@@ -42,7 +42,7 @@ from mcp.server import MCPServer
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from assay.host.wire import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
+from assay.state.canonical import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
 
 _CHUNK = 1 << 16
 DRAIN_AT_EOF_S = 120.0

@@ -20,7 +20,7 @@ from typing import Any, Final
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
 
-from assay.host.wire import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
+from assay.state.canonical import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
 
 _TOO_DEEP: Final = (
     "it nests too deeply to read (JSON nested hundreds of levels deep); send a flatter body"

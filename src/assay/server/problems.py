@@ -35,7 +35,8 @@ from assay.errors import (
     StateError,
     WorkflowError,
 )
-from assay.host.wire import HALF_SURROGATE_PAIR, ActionResponse, Problem
+from assay.host.wire import ActionResponse, Problem
+from assay.state.canonical import HALF_SURROGATE_PAIR
 from assay.verify.outcome import VerificationOutcome
 
 MEDIA_TYPE: Final = "application/problem+json"

@@ -13,6 +13,7 @@ expanded into nesting; keys inside the values are literal. A key without ``.``, 
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -34,6 +35,12 @@ _MAX_SAFE: Final = 2**53
 _HALF_PAIR: Final = re.compile("[\ud800-\udfff]")
 """A surrogate code point: in a ``str``, always half of a pair (a whole pair is one
 character), as Python's ``json`` reads the escape ``"\\ud800"``; no UTF-8 text holds it."""
+_HALF_PAIR_PROBLEM: Final = (
+    "a string holds half of a surrogate pair, such as \\ud800 alone, which is not Unicode text"
+)
+_HALF_PAIR_INSTEAD: Final = "send each character whole or as a full surrogate pair"
+HALF_SURROGATE_PAIR: Final = f"{_HALF_PAIR_PROBLEM}; {_HALF_PAIR_INSTEAD}"
+"""Why JSON that ``holds_half_surrogate_pair`` is refused, and what to send instead."""
 
 
 class _RejectedError(Exception):
@@ -135,14 +142,17 @@ def _double(number: int) -> float:
         ) from None
 
 
+def holds_half_surrogate_pair(value: Any) -> bool:
+    """Whether a string in ``value`` (parsed JSON) holds half of a surrogate pair, as
+    Python's ``json`` reads the escape ``"\\ud800"`` (which ``JSON.stringify`` writes for a
+    broken string): text no UTF-8 answer can carry, so every port refuses it."""
+    return _HALF_PAIR.search(json.dumps(value, ensure_ascii=False)) is not None
+
+
 def _text(text: str) -> str:
     if _HALF_PAIR.search(text) is None:
         return text
-    raise _RejectedError(
-        "a string holds half of a surrogate pair (such as \\ud800 alone), which is not "
-        "Unicode text",
-        "report each character whole, or as a full surrogate pair",
-    )
+    raise _RejectedError(_HALF_PAIR_PROBLEM, _HALF_PAIR_INSTEAD)
 
 
 def _plain_key(key: object) -> str:
