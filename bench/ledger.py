@@ -9,7 +9,7 @@ RFC 8785 canonicalization, the hash chain and the Merkle tree: that is the point
 appenders then run on a throwaway PostgreSQL cluster with fsync turned back on, beside raw
 psycopg at the same batch size. Rounds are interleaved; the best round is the headline.
 
-    .venv/bin/python bench/ledger.py [--quick] [--ceiling] [--json PATH]
+    .venv/bin/python bench/ledger.py [--quick] [--ceiling] [--floor] [--json PATH]
 
 Targets (SPEC §11): assay ≥ 0.5x raw sqlite3 at each concurrency, and ≥ 20,000 entries/s with
 64 appenders on SQLite. Informational: the exit status is 0 whatever the figures.
@@ -19,6 +19,12 @@ all (each batch is kept in memory and waits for one real ``fdatasync`` of one pa
 commit waits for its sync). What assay reaches there is the most that any store, however
 fast its inserts, could give the Python side: drafting, sealing, hashing, the Merkle tree
 and the hand-offs between threads.
+
+``--floor`` adds another: a group commit that does strictly less than any ledger could
+(``FloorStore``: ``json.dumps`` on the appender's side, one writer thread inserting each
+batch into raw's own table, no canonicalization, hashing or Merkle tree). Its ratio to raw
+bounds what any Python ledger reaches with that many appenders on this machine: what is
+left is the interpreter handing work between threads.
 """
 
 from __future__ import annotations
@@ -105,8 +111,10 @@ class Series:
         return statistics.mean(self.batches) if self.batches else 1.0
 
 
-def run_appenders(ledger: Ledger, bodies: Sequence[dict[str, Any]], appenders: int) -> float:
-    """Seconds for ``appenders`` threads to append ``bodies`` between them, each durably."""
+def run_appenders(
+    append: Callable[[dict[str, Any]], object], bodies: Sequence[dict[str, Any]], appenders: int
+) -> float:
+    """Seconds for ``appenders`` threads to ``append`` ``bodies`` between them, each durably."""
     share = len(bodies) // appenders
     start = threading.Barrier(appenders + 1)
     errors: list[BaseException] = []
@@ -115,7 +123,7 @@ def run_appenders(ledger: Ledger, bodies: Sequence[dict[str, Any]], appenders: i
         start.wait()
         try:
             for body in mine:
-                ledger.append("verdict", body, session="s-bench", run="r-bench")
+                append(body)
         except BaseException as exc:
             errors.append(exc)
 
@@ -133,9 +141,6 @@ def run_appenders(ledger: Ledger, bodies: Sequence[dict[str, Any]], appenders: i
         elapsed = time.perf_counter() - began
     if errors:
         raise errors[0]
-    expected = share * appenders
-    if ledger.size != expected:
-        sys.exit(f"abort: the ledger holds {ledger.size} entries, not the {expected} appended")
     return elapsed
 
 
@@ -148,7 +153,14 @@ def assay_round(
     backend = open_backend()
     try:
         ledger = Ledger(backend)
-        elapsed = run_appenders(ledger, bodies, appenders)
+
+        def append(body: dict[str, Any]) -> None:
+            ledger.append("verdict", body, session="s-bench", run="r-bench")
+
+        elapsed = run_appenders(append, bodies, appenders)
+        expected = len(bodies) // appenders * appenders
+        if ledger.size != expected:
+            sys.exit(f"abort: the ledger holds {ledger.size} entries, not the {expected} appended")
         stats = backend.statistics()  # type: ignore[attr-defined]
         series.rates.append(stats.entries / elapsed)
         series.batches.append(stats.entries / stats.batches)
@@ -207,8 +219,8 @@ def bench_sqlite_async(
     return rows
 
 
-def sqlite_connect(path: Path) -> sqlite3.Connection:
-    connection = sqlite3.connect(path, isolation_level=None)
+def sqlite_connect(path: Path, *, check_same_thread: bool = True) -> sqlite3.Connection:
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=check_same_thread)
     (mode,) = connection.execute("PRAGMA journal_mode=WAL").fetchone()
     assert mode == "wal", mode
     connection.execute("PRAGMA synchronous=FULL")
@@ -300,27 +312,169 @@ class SyncOnlyBackend(GroupCommittedBackend):
         os.close(self._file)
 
 
-def bench_ceiling(
-    workdir: Path, pool: Sequence[dict[str, Any]], counts: dict[int, int], rounds: int
+class FloorStore:
+    """``--floor``: the least work any Python group commit of these bodies could do. Each
+    appender only runs ``json.dumps`` and queues the text; one writer thread inserts
+    everything queued into raw's table in one transaction (raw's pragmas, one sync), then
+    hands the batch's tokens to ``answer``. No canonicalization, no hashing, no Merkle tree,
+    no indexes or triggers: what it cannot reach, no ledger on this interpreter can."""
+
+    def __init__(self, path: Path, answer: Callable[[list[Any]], None]) -> None:
+        self._connection = sqlite_connect(path, check_same_thread=False)
+        self._connection.execute(RAW_SCHEMA)
+        self._answer = answer
+        self._ready = threading.Condition()
+        self._queue: list[tuple[str, Any]] = []
+        self._closing = False
+        self.entries = 0
+        self.batches = 0
+        self._writer = threading.Thread(target=self._write, daemon=True)
+        self._writer.start()
+
+    def submit(self, body: dict[str, Any], token: Any) -> None:
+        text = json.dumps(body)
+        with self._ready:
+            self._queue.append((text, token))
+            self._ready.notify()
+
+    def close(self) -> None:
+        with self._ready:
+            self._closing = True
+            self._ready.notify()
+        self._writer.join()
+        self._connection.close()
+
+    def _write(self) -> None:
+        while True:
+            with self._ready:
+                while not self._queue and not self._closing:
+                    self._ready.wait()
+                if not self._queue:
+                    return
+                batch, self._queue = self._queue, []
+            self._connection.execute("BEGIN IMMEDIATE")
+            self._connection.executemany(RAW_INSERT, [(text,) for text, _ in batch])
+            self._connection.execute("COMMIT")
+            self.entries += len(batch)
+            self.batches += 1
+            self._answer([token for _, token in batch])
+
+
+def floor_round(
+    path: Path, bodies: Sequence[dict[str, Any]], appenders: int, series: Series
+) -> None:
+    """``appenders`` threads through ``FloorStore``, each waiting for its own commit."""
+
+    def release(locks: list[threading.Lock]) -> None:
+        for lock in locks:
+            lock.release()
+
+    store = FloorStore(path, release)
+
+    def append(body: dict[str, Any]) -> None:
+        committed = threading.Lock()
+        committed.acquire()
+        store.submit(body, committed)
+        committed.acquire()
+
+    try:
+        elapsed = run_appenders(append, bodies, appenders)
+    finally:
+        store.close()
+    series.rates.append(store.entries / elapsed)
+    series.batches.append(store.entries / store.batches)
+
+
+def floor_async_round(
+    path: Path, bodies: Sequence[dict[str, Any]], tasks: int, series: Series
+) -> None:
+    """``tasks`` asyncio tasks through ``FloorStore``, each awaiting its own commit; the
+    writer settles a batch's futures with one call into the loop, as ``DurableEvidence``
+    does."""
+    share = len(bodies) // tasks
+
+    async def run() -> tuple[float, FloorStore]:
+        loop = asyncio.get_running_loop()
+
+        def settle(futures: list[asyncio.Future[None]]) -> None:
+            for future in futures:
+                future.set_result(None)
+
+        store = FloorStore(path, lambda futures: loop.call_soon_threadsafe(settle, futures))
+
+        async def appender(mine: Sequence[dict[str, Any]]) -> None:
+            for body in mine:
+                committed = loop.create_future()
+                store.submit(body, committed)
+                await committed
+
+        try:
+            began = time.perf_counter()
+            await asyncio.gather(
+                *(appender(bodies[n * share : (n + 1) * share]) for n in range(tasks))
+            )
+            return time.perf_counter() - began, store
+        finally:
+            store.close()
+
+    with gc_paused():
+        elapsed, store = asyncio.run(run())
+    series.rates.append(store.entries / elapsed)
+    series.batches.append(store.entries / store.batches)
+
+
+RoundOnPath = Callable[[Path, Sequence[dict[str, Any]], int, Series], None]
+
+
+def ceiling_round(
+    path: Path, bodies: Sequence[dict[str, Any]], appenders: int, series: Series
+) -> None:
+    assay_round(lambda: SyncOnlyBackend(path), bodies, appenders, series)
+
+
+def ceiling_async_round(
+    path: Path, bodies: Sequence[dict[str, Any]], tasks: int, series: Series
+) -> None:
+    async_round(lambda: SyncOnlyBackend(path), bodies, tasks, series)
+
+
+def bench_diagnostic(
+    workdir: Path,
+    pool: Sequence[dict[str, Any]],
+    counts: dict[int, int],
+    rounds: int,
+    *,
+    name: str,
 ) -> tuple[list[Row], list[Row]]:
-    """Threads and asyncio tasks on ``SyncOnlyBackend``, each beside raw sqlite3 at its batch."""
+    """The diagnostic ``name``'s rounds with threads and with asyncio tasks at each
+    concurrency, each round beside raw sqlite3 at the batch size it reached."""
+    thread_round, task_round = DIAGNOSTICS[name]
     thread_rows: list[Row] = []
     task_rows: list[Row] = []
     serial = iter(range(1_000_000))
     for appenders in CONCURRENCY:
         bodies = pool[: counts[appenders]]
-        threads = Row(appenders, Series("assay, store taken out"), Series("raw sqlite3"))
-        tasks = Row(appenders, Series("assay, store taken out"), Series("raw sqlite3"))
+        threads = Row(appenders, Series(name), Series("raw sqlite3"))
+        tasks = Row(appenders, Series(name), Series("raw sqlite3"))
         for _ in range(rounds):
-            for row, run in ((threads, assay_round), (tasks, async_round)):
-                path = workdir / f"sync-only-{next(serial)}"
-                run(lambda path=path: SyncOnlyBackend(path), bodies, appenders, row.assay)
+            for row, run in ((threads, thread_round), (tasks, task_round)):
+                run(workdir / f"{name}-{next(serial)}", bodies, appenders, row.assay)
                 batch = round_batch(row.assay.batches[-1])
-                raw_path = workdir / f"raw-ceiling-{next(serial)}.db"
+                raw_path = workdir / f"raw-{name}-{next(serial)}.db"
                 raw_sqlite_round(raw_path, bodies, batch, row.raw_same)
         thread_rows.append(threads)
         task_rows.append(tasks)
     return thread_rows, task_rows
+
+
+DIAGNOSTICS: dict[str, tuple[RoundOnPath, RoundOnPath]] = {
+    "ceiling": (ceiling_round, ceiling_async_round),
+    "floor": (floor_round, floor_async_round),
+}
+DIAGNOSTIC_TITLES = {
+    "ceiling": "Ceiling: assay with no database work, one fdatasync per batch",
+    "floor": "Floor: json.dumps and a raw insert, no ledger work, one writer thread",
+}
 
 
 @dataclass
@@ -396,11 +550,11 @@ def bench_postgres(
     return rows
 
 
-def print_rows(title: str, rows: Sequence[Row], peer: str) -> None:
+def print_rows(title: str, rows: Sequence[Row], peer: str, who: str = "assay") -> None:
     print(f"\n{title}")
     print(
-        f"  {'appenders':>9}{'mean batch':>12}{'assay/s':>11}{peer + '/s':>16}{'ratio':>9}"
-        f"{'batch-1/s':>12}{'vs batch 1':>12}{'assay median':>14}"
+        f"  {'appenders':>9}{'mean batch':>12}{who + '/s':>11}{peer + '/s':>16}{'ratio':>9}"
+        f"{'batch-1/s':>12}{'vs batch 1':>12}{who + ' median':>14}"
     )
     for row in rows:
         one = f"{row.raw_one.best:>12,.0f}" if row.raw_one else f"{'-':>12}"
@@ -481,6 +635,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="also run the appenders on a store with no database work (see above)",
     )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also run a group commit that does no ledger work at all (see above)",
+    )
     args = parser.parse_args(argv)
     rounds = 1 if args.quick else 3
     counts = {1: 500, 8: 2_000, 64: 6_400} if args.quick else {1: 2_000, 8: 8_000, 64: 32_000}
@@ -505,7 +664,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="assay-bench-ledger-") as workdir:
         sqlite_rows = bench_sqlite(Path(workdir), pool, counts, rounds)
         async_rows = bench_sqlite_async(Path(workdir), pool, counts, rounds)
-        ceiling = bench_ceiling(Path(workdir), pool, counts, rounds) if args.ceiling else None
+        diagnostics = {
+            name: bench_diagnostic(Path(workdir), pool, counts, rounds, name=name)
+            for name in DIAGNOSTICS
+            if getattr(args, name)
+        }
     print_rows("SQLite: durable appends per second, appender threads", sqlite_rows, "raw sqlite3")
     print_rows(
         "SQLite: the same with asyncio tasks through DurableEvidence (the daemon's path)",
@@ -513,13 +676,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "raw sqlite3",
     )
 
-    if ceiling is not None:
-        for rows, who in zip(ceiling, ("appender threads", "asyncio tasks"), strict=True):
-            print_rows(
-                f"Ceiling, {who}: no database work, one fdatasync per batch (diagnostic)",
-                rows,
-                "raw sqlite3",
-            )
+    for name, found_rows in diagnostics.items():
+        for rows, who in zip(found_rows, ("appender threads", "asyncio tasks"), strict=True):
+            title = f"{DIAGNOSTIC_TITLES[name]}, {who} (diagnostic)"
+            print_rows(title, rows, "raw sqlite3", name)
 
     postgres_rows: list[Row] = []
     postgres_note = None
@@ -547,9 +707,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "sqlite": rows_json(sqlite_rows),
             "sqlite_asyncio": rows_json(async_rows),
             "postgres": rows_json(postgres_rows) if postgres_rows else postgres_note,
-            "ceiling": None
-            if ceiling is None
-            else {"threads": rows_json(ceiling[0]), "asyncio": rows_json(ceiling[1])},
+            **{
+                name: {"threads": rows_json(threads), "asyncio": rows_json(tasks)}
+                for name, (threads, tasks) in diagnostics.items()
+            },
             "targets": [
                 {"target": t.text, "goal": t.goal, "measured": t.measured, "status": t.status}
                 for t in found
