@@ -425,6 +425,47 @@ def test_an_async_handler_that_raises_after_the_contract_held_is_a_failure() -> 
     assert answer.error == "the handler raised RuntimeError: the refund failed"
 
 
+def test_an_async_handler_that_ends_cancelled_fails_at_once_saying_so() -> None:
+    """A handler whose own work was cancelled did not finish: that is its failure, named as
+    such, not a contract that timed out with nothing observable changed."""
+
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {})
+
+        async def send(args: dict[str, Any]) -> None:
+            upload = asyncio.ensure_future(asyncio.sleep(3600))
+            upload.cancel()
+            await upload  # raises CancelledError into the handler
+
+        s.register_actions("workspace", handlers={"send": send})
+        fired = s.fire("workspace.send")
+        await clock.advance(0.001)
+        return s.did_it_work(fired.transition_id or "")
+
+    answer = run(main)
+    assert answer.answer == "failed"
+    assert answer.error == "the handler was cancelled before it finished (CancelledError)"
+
+
+def test_closing_a_session_cancels_its_handlers_without_recording_them_as_failed() -> None:
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {})
+        started = asyncio.Event()
+
+        async def send(args: dict[str, Any]) -> None:
+            started.set()
+            await asyncio.sleep(3600)
+
+        s.register_actions("workspace", handlers={"send": send})
+        fired = s.fire("workspace.send")
+        await started.wait()
+        await s.close()
+        return s.did_it_work(fired.transition_id or "")
+
+    answer = run(main)
+    assert answer.answer == "pending"
+
+
 def test_writes_only_action_answers_byte_identically_whether_or_not_it_already_holds() -> None:
     async def main(clock: VirtualClock) -> Any:
         results = []

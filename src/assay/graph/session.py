@@ -307,11 +307,21 @@ class Session:
         except Exception as error:
             self._handler_failed(transition, error)
             return
+        except asyncio.CancelledError as error:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the session is closing: the handler's work is abandoned, not failed
+            self._handler_failed(transition, error)  # cancelled within the handler's own work
+            return
         self._handler_finished(transition, returned)
 
-    def _handler_failed(self, transition: Transition, error: Exception) -> None:
+    def _handler_failed(self, transition: Transition, error: BaseException) -> None:
         transition.handler_done = True
-        transition.error = escape_surrogates(f"the handler raised {type(error).__name__}: {error}")
+        if isinstance(error, asyncio.CancelledError):
+            reason = "the handler was cancelled before it finished (CancelledError)"
+        else:
+            reason = f"the handler raised {type(error).__name__}: {error}"
+        transition.error = escape_surrogates(reason)
         if not transition.phase.terminal:
             self._finish(transition, Phase.FAILED)
 
