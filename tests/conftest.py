@@ -6,6 +6,7 @@ not health criteria here; with ``CI`` set, runs are derandomized so a red run re
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Iterator
 
@@ -73,3 +74,22 @@ def model_server() -> Iterator[str]:
             yield server.base_url
         return
     pytest.fail(missing, pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def model_file() -> str:
+    """The same model's GGUF file, for the model verifier's in-process path, once llama-cpp-
+    python is importable here. Fails, never skips, when `make model-server` has not put it
+    there: CI must run it."""
+    from workflow_model import ModelServerMissingError, find_model
+
+    try:
+        _, gguf = find_model()
+    except ModelServerMissingError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.fail(
+            "llama-cpp-python is not installed in this venv; run `make model-server`",
+            pytrace=False,
+        )
+    return str(gguf)

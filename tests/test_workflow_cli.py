@@ -150,3 +150,45 @@ def test_bad_input_and_unknown_runs_exit_2(tmp_path: Path) -> None:
     unknown = assay("resume", "no-such-run", "--ledger", url)
     assert unknown.returncode == 2
     assert "no run 'no-such-run' in the ledger" in unknown.stderr
+
+
+def test_run_asks_a_model_file_in_process_and_records_its_rulings(
+    model_file: str, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    result = assay(
+        "run", str(EXAMPLE), "--input", f"@{EXAMPLE_INPUT}", "--ledger", url,
+        "--model-path", model_file,
+    )  # fmt: skip
+
+    # The tiny model's judgement decides whether the run completes or parks, never an error.
+    assert result.returncode in {0, 1}, result.stderr
+    with open_ledger(url, create=False) as ledger:
+        verdicts = [entry.body["verdict"] for entry in ledger.query(kind="verdict")]
+    ruled = [v for v in verdicts if any(r["verifier"] == "model" for r in v["criteria"])]
+    assert ruled, verdicts
+    for verdict in ruled:
+        assert verdict["tokens"] > 0
+        reasons = [r["reason"] for r in verdict["criteria"] if r["verifier"] == "model"]
+        assert not any(reason.startswith("the model ") for reason in reasons), reasons
+
+
+def test_run_refuses_a_model_path_that_is_not_a_file_before_opening_the_ledger(
+    tmp_path: Path,
+) -> None:
+    ledger = tmp_path / "ledger.db"
+    missing = tmp_path / "judge.gguf"
+    result = assay(
+        "run", str(EXAMPLE), "--input", f"@{EXAMPLE_INPUT}", "--ledger", f"sqlite:///{ledger}",
+        "--model-path", str(missing),
+    )  # fmt: skip
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"assay run: error: --model-path {missing}: no such file; give the path of a GGUF "
+        "model file\n",
+    )
+    assert not ledger.exists()
+
+    both = assay("run", str(EXAMPLE), "--model-path", str(missing), "--model-url", "http://x/v1")
+    assert both.returncode == 2
+    assert "argument --model-url: not allowed with argument --model-path" in both.stderr

@@ -159,6 +159,24 @@ def test_zero_case_is_checked_again_with_the_runs_real_input() -> None:
             },
             "an escalation rung is fresh_attempt, human",
         ),
+        (
+            {
+                "workflow": "w",
+                "model": {"model": "x"},
+                "steps": [{"id": "a", "executor": "json:dumps"}],
+            },
+            "workflow 'w': model: Value error, give exactly one of base_url (an OpenAI-compatible "
+            "endpoint) and path (a GGUF model file to run in this process), not neither",
+        ),
+        (
+            {
+                "workflow": "w",
+                "model": {"base_url": "http://127.0.0.1:8080/v1", "path": "m.gguf"},
+                "steps": [{"id": "a", "executor": "json:dumps"}],
+            },
+            "give exactly one of base_url (an OpenAI-compatible endpoint) and path (a GGUF model "
+            "file to run in this process), not both",
+        ),
     ],
 )
 def test_malformed_definitions_name_what_is_wrong(raw: dict[str, object], message: str) -> None:
@@ -186,3 +204,20 @@ def test_a_yaml_file_finds_its_executors_beside_it(tmp_path: Path) -> None:
     record = Engine(workflow, memory_ledger()).start({})
     assert record.committed == {"a": {"items": [5]}}
     assert record.source == str(path.resolve())
+
+
+def test_a_yaml_files_model_path_is_read_from_its_directory(tmp_path: Path) -> None:
+    path = tmp_path / "flow.yaml"
+    path.write_text(
+        "workflow: local\n"
+        "model: {path: models/judge.gguf}\n"
+        "steps:\n"
+        "  - id: a\n"
+        "    executor: json:dumps\n"
+        "    empty_output: {items: []}\n"
+        "    verify: {criteria: ['output.items.length >= 0']}\n",
+        encoding="utf-8",
+    )
+    model = load_workflow(path).model
+    assert model is not None
+    assert (model.path, model.base_url) == (str(tmp_path.resolve() / "models" / "judge.gguf"), None)

@@ -1,4 +1,5 @@
-"""The model verifier against the real local model (SmolLM2-135M, llama-cpp-python's server).
+"""The model verifier against the real local model (SmolLM2-135M), both ways it can be run:
+behind llama-cpp-python's OpenAI-compatible server, and loaded in this process.
 
 These test the plumbing end to end, never the tiny model's judgement: a verdict comes back
 constrained to the schema and parses, it is recorded in the ledger with every per-check
@@ -7,21 +8,36 @@ ruling, and a failing one's critique is what the planner is handed next.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from assay.workflow import Engine, ModelSettings, RunStatus, Workflow
 from assay.workflow.model import ZERO_CASE_EXEMPTION, ModelVerifier
 from workflow_steps import PlannerRecorder, Recorder, memory_ledger
 
-UNRULED = ("the model at ", "the model's answer is not a verdict")
+UNRULED = ("the model at ", "the model /", "the model's answer is not a verdict")
 OUTPUT = {"hypotheses": [{"claim": "Acme grew 12%", "source": "10-K 2025"}], "selected_count": 1}
 INPUT = {"sources": ["10-K 2025"]}
 
 
-def settings(base_url: str, **more: Any) -> ModelSettings:
-    return ModelSettings(base_url=base_url, model="smollm2", response_format="json_object", **more)
+Settings = Callable[..., ModelSettings]
+
+
+@pytest.fixture(params=["server", "in-process"])
+def settings(request: pytest.FixtureRequest) -> Settings:
+    """Builds the settings for the model behind its server, then for its file in process."""
+    if request.param == "server":
+        base_url = request.getfixturevalue("model_server")
+        return lambda **more: ModelSettings(
+            base_url=base_url, model="smollm2", response_format="json_object", **more
+        )
+    path = request.getfixturevalue("model_file")
+    return lambda **more: ModelSettings(path=path, **more)
 
 
 def workflow(executor: Any, planner: Any) -> Workflow:
@@ -51,9 +67,9 @@ def test_the_server_is_the_local_smollm2(model_server: str) -> None:
     assert [m["id"] for m in models["data"]] == ["smollm2"]
 
 
-def test_a_verdict_comes_back_in_the_schema_and_parses(model_server: str) -> None:
+def test_a_verdict_comes_back_in_the_schema_and_parses(settings: Settings) -> None:
     step = workflow(Recorder(), None).steps[0]
-    verifier = ModelVerifier(settings(model_server), step)
+    verifier = ModelVerifier(settings(), step)
     assert ZERO_CASE_EXEMPTION in verifier.messages(INPUT, OUTPUT)[0]["content"]
 
     verdict = verifier.verify({**INPUT, "steps": {}}, OUTPUT)
@@ -69,11 +85,11 @@ def test_a_verdict_comes_back_in_the_schema_and_parses(model_server: str) -> Non
 
 
 def test_model_verdicts_are_recorded_and_a_failing_ones_critique_reaches_the_planner(
-    model_server: str,
+    settings: Settings,
 ) -> None:
     executor = Recorder([OUTPUT])
     planner = PlannerRecorder()
-    engine = Engine(workflow(executor, planner), memory_ledger(), model=settings(model_server))
+    engine = Engine(workflow(executor, planner), memory_ledger(), model=settings())
 
     record = engine.start(INPUT)
 
@@ -95,13 +111,11 @@ def test_model_verdicts_are_recorded_and_a_failing_ones_critique_reaches_the_pla
 
 
 def test_an_answer_cut_off_by_its_token_bound_fails_and_its_critique_is_routed(
-    model_server: str,
+    settings: Settings,
 ) -> None:
     executor = Recorder([OUTPUT])
     planner = PlannerRecorder()
-    engine = Engine(
-        workflow(executor, planner), memory_ledger(), model=settings(model_server, max_tokens=4)
-    )
+    engine = Engine(workflow(executor, planner), memory_ledger(), model=settings(max_tokens=4))
 
     record = engine.start(INPUT)
 
@@ -116,3 +130,44 @@ def test_an_answer_cut_off_by_its_token_bound_fails_and_its_critique_is_routed(
         (verdicts[0]["critique"],),
         tuple(v["critique"] for v in verdicts[:2]),
     ]
+
+
+def test_a_model_file_that_cannot_be_run_fails_the_verdict_saying_why(
+    model_file: str, tmp_path: Path
+) -> None:
+    step = workflow(Recorder(), None).steps[0]
+    not_gguf = tmp_path / "notes.gguf"
+    not_gguf.write_text("not a model", encoding="utf-8")
+    missing = tmp_path / "missing.gguf"
+
+    for path, why in (
+        (
+            not_gguf,
+            "it is not a GGUF model file (it does not begin with GGUF); give the path of one",
+        ),
+        (missing, "No such file or directory; give the path of a GGUF model file"),
+        (tmp_path, "Is a directory; give the path of a GGUF model file"),
+    ):
+        verdict = ModelVerifier(ModelSettings(path=str(path)), step).verify(INPUT, OUTPUT)
+        reason = f"the model {path} cannot be run: {why}"
+        assert verdict.passed is False
+        assert verdict.critique == reason
+        assert [r.reason for r in verdict.criteria] == [reason, reason]
+
+
+def test_without_llama_cpp_a_model_file_fails_the_verdict_naming_the_extra(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # what an absent package imports as
+    step = workflow(Recorder(), None).steps[0]
+    path = tmp_path / "model.gguf"
+
+    verdict = ModelVerifier(ModelSettings(path=str(path)), step).verify(INPUT, OUTPUT)
+
+    assert verdict.passed is False
+    assert verdict.critique.startswith(
+        f"the model {path} cannot be run: llama-cpp-python is not installed ("
+    )
+    assert verdict.critique.endswith(
+        "); install assay[local-model], or give base_url to ask a model server instead"
+    )

@@ -24,7 +24,12 @@ resembles, so callers can catch either::
     ├── RequestError(ValueError)                    a port's input was malformed; nothing done
     │   └── IdempotencyKeyReusedError               one key, two different requests
     ├── NotFoundError(LookupError)                  no session, transition or entry by that id
-    └── ApplicationError(RuntimeError)              an application could not be loaded or run
+    ├── ApplicationError(RuntimeError)              an application could not be loaded or run
+    ├── WorkflowError(ValueError)                   a workflow or a run's input is invalid
+    │   └── WorkflowLintError                       a workflow breaks an authoring rule
+    ├── RunError(RuntimeError)                      an illegal move in a workflow run's life
+    │   └── RunNotFoundError(LookupError)           no run by that id in the ledger
+    └── ModelError(RuntimeError)                    the model verifier's model could not answer
 
 Errors carry the pieces of their message as attributes, so programs need not parse text.
 """
@@ -316,3 +321,12 @@ class RunError(AssayError, RuntimeError):
 
 class RunNotFoundError(RunError, LookupError):
     """No run with ``run_id`` is recorded in the ledger."""
+
+
+class ModelError(AssayError, RuntimeError):
+    """The model verifier's model could not be asked: its endpoint did not answer, or its
+    model file could not be loaded. ``where`` names the endpoint or the file."""
+
+    def __init__(self, message: str, *, where: str) -> None:
+        super().__init__(message)
+        self.where = where

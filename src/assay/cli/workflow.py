@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from assay.cli.ledger import add_ledger_option
@@ -77,10 +78,17 @@ _INPUT_HELP = "a JSON object, or @path to a file holding one (default {})"
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
         "--model-url",
         metavar="URL",
         help="an OpenAI-compatible base URL for the model verifier (overrides the workflow's)",
+    )
+    where.add_argument(
+        "--model-path",
+        metavar="FILE",
+        help="a GGUF model file for the model verifier, run in this process (needs "
+        "assay[local-model]; overrides the workflow's model)",
     )
     parser.add_argument("--model", default="local", help="the model name to ask for")
     parser.add_argument(
@@ -112,8 +120,9 @@ def run_run(args: argparse.Namespace) -> int:
         # Found and linted before the ledger is opened, so a bad file creates no ledger.
         workflow = find_workflow(args.file)
         check_workflow(workflow, run_input)
+        model = _model_settings(args)
         with open_ledger(args.ledger) as ledger:
-            record = _service(args, ledger).engine(workflow).start(run_input)
+            record = _service(ledger, model).engine(workflow).start(run_input)
     except WorkflowLintError as error:
         print(f"assay run: {error}", file=sys.stderr)
         return 2
@@ -126,8 +135,9 @@ def run_run(args: argparse.Namespace) -> int:
 def run_resume(args: argparse.Namespace) -> int:
     try:
         human = _parse_input(args.input)
+        model = _model_settings(args)
         with open_ledger(args.ledger, create=False) as ledger:  # the run must be in it
-            record = _service(args, ledger).resume(args.run_id, human)
+            record = _service(ledger, model).resume(args.run_id, human)
     except AssayError as error:
         print(f"assay resume: error: {error}", file=sys.stderr)
         return 2
@@ -150,12 +160,23 @@ def run_runs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _service(args: argparse.Namespace, ledger: Any) -> Workflows:
-    model = None
+def _model_settings(args: argparse.Namespace) -> ModelSettings | None:
+    """The model the options name, if any; a model file must be there."""
+    if args.model_path:
+        if not Path(args.model_path).is_file():
+            raise WorkflowError(
+                f"--model-path {args.model_path}: no such file; give the path of a GGUF model file",
+                field="model_path",
+            )
+        return ModelSettings(path=str(Path(args.model_path).resolve()), model=args.model)
     if args.model_url:
-        model = ModelSettings(
+        return ModelSettings(
             base_url=args.model_url, model=args.model, response_format=args.response_format
         )
+    return None
+
+
+def _service(ledger: Any, model: ModelSettings | None) -> Workflows:
     return Workflows(ledger, model=model, observer=_progress)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, NoReturn, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from assay.errors import WorkflowError
 from assay.graph import Reversibility
@@ -33,21 +33,43 @@ _M = TypeVar("_M", bound=BaseModel)
 
 
 class ModelSettings(BaseModel):
-    """Where the model verifier is: an OpenAI-compatible endpoint and a model name.
+    """Where the model verifier's model is: exactly one of ``base_url``, an OpenAI-compatible
+    endpoint asked for the model ``model``, or ``path``, a GGUF model file run in this
+    process (llama-cpp-python: install ``assay[local-model]``); in a YAML workflow a relative
+    ``path`` is read from the workflow file's directory.
 
     ``response_format`` is ``json_schema`` (OpenAI, llama.cpp's own server) or
-    ``json_object`` (a JSON object with a ``schema``, as llama-cpp-python's server takes it).
-    The API key, if any, is read from the environment variable ``api_key_env``.
+    ``json_object`` (a JSON object with a ``schema``, as llama-cpp-python's server takes it);
+    a model file is always constrained the latter way. The API key, if any, is read from the
+    environment variable ``api_key_env``. ``context_tokens`` is the context window a model
+    file is loaded with.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    base_url: str
+    base_url: str | None = None
+    path: str | None = None
     model: str = "local"
     api_key_env: str | None = None
     response_format: Literal["json_schema", "json_object"] = "json_schema"
     timeout_s: float = 120.0
-    max_tokens: int = 512
+    max_tokens: int = Field(default=512, ge=1)
+    context_tokens: int = Field(default=2048, ge=64)
+
+    @model_validator(mode="after")
+    def _one_model(self) -> ModelSettings:
+        if (self.base_url is None) == (self.path is None):
+            given = "both" if self.base_url is not None else "neither"
+            raise ValueError(
+                "give exactly one of base_url (an OpenAI-compatible endpoint) and path (a GGUF "
+                f"model file to run in this process), not {given}"
+            )
+        return self
+
+    @property
+    def where(self) -> str:
+        """The endpoint or the model file, as messages name it."""
+        return f"the model at {self.base_url}" if self.path is None else f"the model {self.path}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +241,8 @@ def _parse_workflow(raw: Any, *, source: str | None, base: Path | None) -> Workf
         if raw.get("model") is None
         else _model(ModelSettings, raw["model"], name, None, "model")
     )
+    if model is not None and model.path is not None and base is not None:
+        model = model.model_copy(update={"path": str(base / Path(model.path).expanduser())})
     example = raw.get("example_input") or {}
     if not isinstance(example, Mapping):
         _fail(

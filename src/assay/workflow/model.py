@@ -1,6 +1,7 @@
-"""The model verifier: a language model rules on a step's output through an OpenAI-compatible
-chat completions endpoint (any ``base_url``, local servers included), with its answer
-constrained to the verdict's JSON schema.
+"""The model verifier: a language model rules on a step's output, its answer constrained to
+the verdict's JSON schema. The model is behind an OpenAI-compatible chat completions endpoint
+(any ``base_url``, local servers included) or a GGUF file run in this process (``path``);
+``assay.workflow.chat`` asks either.
 
 The model rules on the step's prompt and on each criterion, one result each, and writes a
 critique. Its prompt always states the zero-case exemption, and an output equal to the step's
@@ -12,12 +13,13 @@ ruling) fails the verdict and says why; a model verdict never passes by default.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from assay.errors import ModelError
+from assay.workflow.chat import ChatModel, chat_model
 from assay.workflow.definition import ModelSettings, Step
 from assay.workflow.verdict import CriterionResult, Verdict
 
@@ -54,15 +56,19 @@ class ModelAnswer(BaseModel):
 
 
 class ModelVerifier:
-    """Asks the model at ``settings`` to rule on ``step``'s checks; one request per verdict.
+    """Asks the model ``settings`` name to rule on ``step``'s checks; one request per verdict.
 
     The checks are the step's prompt, then its criteria as written. ``client`` may be given
-    (tests, a shared client); by default one is made with no retries of its own, so the
-    engine's bounds are the only ones.
+    for an endpoint (tests, a shared client), ``chat`` for any model at all.
     """
 
     def __init__(
-        self, settings: ModelSettings, step: Step, *, client: openai.OpenAI | None = None
+        self,
+        settings: ModelSettings,
+        step: Step,
+        *,
+        client: openai.OpenAI | None = None,
+        chat: ChatModel | None = None,
     ) -> None:
         self.settings = settings
         self.step = step
@@ -70,15 +76,7 @@ class ModelVerifier:
             ([f"prompt: {step.prompt}"] if step.prompt else [])
             + [criterion.source for criterion in step.criteria]
         )
-        import openai  # imported when first needed: it is slow to import
-
-        api_key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
-        self.client = client or openai.OpenAI(
-            base_url=settings.base_url,
-            api_key=api_key or "not-needed",
-            timeout=settings.timeout_s,
-            max_retries=0,
-        )
+        self.chat = chat or chat_model(settings, client=client)
 
     def schema(self) -> dict[str, Any]:
         """The JSON schema the model's answer is constrained to."""
@@ -126,20 +124,10 @@ class ModelVerifier:
             return Verdict.of(
                 tuple(self._result(check, True, exempt) for check in self.checks), critique=""
             )
-        import openai
-
         try:
-            response = self.client.chat.completions.create(
-                model=self.settings.model,
-                messages=self.messages(input, output),
-                response_format=self._response_format(),
-                max_tokens=self.settings.max_tokens,
-                temperature=0,
-            )
-        except openai.OpenAIError as error:
-            return self._unruled(f"the model at {self.settings.base_url} did not answer: {error}")
-        tokens = response.usage.total_tokens if response.usage else 0
-        content = response.choices[0].message.content if response.choices else None
+            content, tokens = self.chat.complete(self.messages(input, output), self.schema())
+        except ModelError as error:
+            return self._unruled(str(error))
         try:
             answer = ModelAnswer.model_validate_json(content or "")
         except ValidationError as error:
@@ -156,14 +144,6 @@ class ModelVerifier:
         if not verdict.passed and answer.critique.strip():
             verdict = verdict.model_copy(update={"critique": answer.critique.strip()})
         return verdict
-
-    def _response_format(self) -> Any:
-        if self.settings.response_format == "json_object":
-            return {"type": "json_object", "schema": self.schema()}
-        return {
-            "type": "json_schema",
-            "json_schema": {"name": "verdict", "schema": self.schema(), "strict": True},
-        }
 
     def _result(self, check: str, passed: bool, reason: str) -> CriterionResult:
         return CriterionResult(criterion=check, passed=passed, reason=reason, verifier="model")
