@@ -163,6 +163,8 @@ def test_run_asks_a_model_file_in_process_and_records_its_rulings(
 
     # The tiny model's judgement decides whether the run completes or parks, never an error.
     assert result.returncode in {0, 1}, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "Exception ignored" not in result.stderr
     with open_ledger(url, create=False) as ledger:
         verdicts = [entry.body["verdict"] for entry in ledger.query(kind="verdict")]
     ruled = [v for v in verdicts if any(r["verifier"] == "model" for r in v["criteria"])]

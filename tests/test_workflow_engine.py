@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import threading
 from typing import Any
 
 import pytest
 
 from assay.clock import VirtualClock
 from assay.errors import RunError, RunNotFoundError, WorkflowError
-from assay.workflow import Engine, RunStatus, StepContext, Workflows
+from assay.workflow import Engine, ModelSettings, ModelVerifier, RunStatus, StepContext, Workflows
+from assay.workflow.chat import Completion
 from assay.workflow.run import read_run
 from workflow_steps import PlannerRecorder, Recorder, memory_ledger, step_of, workflow_of
 
+UNUSED_ENDPOINT = ModelSettings(base_url="http://127.0.0.1:9/v1")  # each test's chat answers
 GOOD = {"items": [1, 2]}
 BAD = {"items": [1, -2]}
 
@@ -242,3 +247,50 @@ def test_the_service_finds_workflows_by_name_and_lists_runs() -> None:
     assert read_run(service.ledger, record.run_id).status is RunStatus.COMPLETED
     with pytest.raises(WorkflowError, match="no workflow 'other'"):
         service.start("other", {})
+
+
+def test_the_event_loop_runs_on_while_a_model_verifier_is_asked() -> None:
+    """The model is asked in a worker thread: here it answers only once the loop has run a
+    task meanwhile, which a verifier called on the loop's own thread would never allow."""
+    asked = asyncio.Event()
+    loop_ran = threading.Event()
+
+    class WaitsForTheLoop:
+        def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+            self.loop = loop
+
+        def complete(self, messages: list[Any], schema: dict[str, Any]) -> Completion:
+            self.loop.call_soon_threadsafe(asked.set)
+            if not loop_ran.wait(10):
+                return Completion(None, 0)  # the loop was blocked: an unruled verdict
+            ruling = {"passed": True, "reason": "cited"}
+            return Completion(json.dumps({"checks": [ruling, ruling], "critique": ""}), 9)
+
+    async def main() -> Any:
+        model = WaitsForTheLoop(asyncio.get_running_loop())
+        step = step_of("pick", Recorder([GOOD]))
+        step["verify"]["prompt"] = "Check that the items are cited."
+        engine = Engine(
+            workflow_of(step),
+            memory_ledger(),
+            verifier=lambda s: ModelVerifier(UNUSED_ENDPOINT, s, chat=model),
+        )
+
+        async def on_the_loop() -> None:
+            await asked.wait()
+            loop_ran.set()
+
+        meanwhile = asyncio.create_task(on_the_loop())
+        record = await engine.astart({})
+        await meanwhile
+        return record, engine
+
+    record, engine = asyncio.run(main())
+
+    assert record.status is RunStatus.COMPLETED
+    (verdict,) = [e.body["verdict"] for e in engine.ledger.query(kind="verdict")]
+    assert (verdict["passed"], verdict["tokens"]) == (True, 9)
+    assert [(c["verifier"], c["passed"], c["reason"]) for c in verdict["criteria"]] == [
+        ("model", True, "cited"),
+        ("model", True, "cited"),
+    ]

@@ -9,8 +9,8 @@ file is loaded once per process and path, on first use, and asked by one caller 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
-import functools
 import os
 import threading
 from pathlib import Path
@@ -124,12 +124,30 @@ class LocalModel:
 
 _loading = threading.Lock()
 _GGUF_MAGIC = b"GGUF"
+_models: dict[tuple[str, int], tuple[Any, threading.Lock]] = {}
 
 
-@functools.cache
 def _loaded(path: str, context_tokens: int) -> tuple[Any, threading.Lock]:
-    """The model at ``path``, loaded once per process, and the lock its callers take turns
-    on (a llama.cpp context serves one completion at a time)."""
+    """The model at ``path``, loaded once per process (``_loading`` held), and the lock its
+    callers take turns on (a llama.cpp context serves one completion at a time)."""
+    found = _models.get((path, context_tokens))
+    if found is None:
+        found = _models[(path, context_tokens)] = (_load(path, context_tokens), threading.Lock())
+    return found
+
+
+@atexit.register
+def _close_models() -> None:
+    """Free every loaded model while the interpreter can still run llama-cpp-python's code
+    (left to the garbage collector at exit, its clean-up prints a traceback)."""
+    with _loading:
+        for llama, _ in _models.values():
+            llama.close()
+        _models.clear()
+
+
+def _load(path: str, context_tokens: int) -> Any:
+    """The model at ``path``, loaded; ``ModelError`` saying what is wrong if it cannot be."""
     where = f"the model {path}"
     try:
         import llama_cpp
@@ -164,4 +182,4 @@ def _loaded(path: str, context_tokens: int) -> tuple[Any, threading.Lock]:
             "GGUF model file",
             where=where,
         ) from None
-    return llama, threading.Lock()
+    return llama

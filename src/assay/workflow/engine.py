@@ -40,7 +40,13 @@ from assay.workflow.run import (
     read_run,
 )
 from assay.workflow.verdict import CriterionResult, Verdict, VerifierKind
-from assay.workflow.verifier import CompositeVerifier, ExpressionVerifier, StateVerifier, Verifier
+from assay.workflow.verifier import (
+    CompositeVerifier,
+    ExpressionVerifier,
+    StateVerifier,
+    Verifier,
+    judge,
+)
 
 if TYPE_CHECKING:
     from assay.graph import Session
@@ -257,7 +263,7 @@ class Engine:
                 if over is not None:
                     verdict = _engine_verdict("budget", over.reason + "; the output is discarded")
                 else:
-                    verdict = self._verifier(step).verify(context, output or {})
+                    verdict = await judge(self._verifier(step), context, output or {})
                     spend.charge(tokens=verdict.tokens, cost=verdict.cost)
             body = VerdictBody(
                 step=step.id,

@@ -12,6 +12,7 @@ ruling) fails the verdict and says why; a model verdict never passes by default.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -117,6 +118,10 @@ class ModelVerifier:
         )
         user = f"Checks:\n{checks}\n\nInput:\n{_shown(input)}\n\nOutput:\n{_shown(output)}"
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+    async def averify(self, input: Mapping[str, Any], output: Mapping[str, Any]) -> Verdict:
+        """``verify`` in a worker thread: the event loop runs on while the model answers."""
+        return await asyncio.to_thread(self.verify, input, output)
 
     def verify(self, input: Mapping[str, Any], output: Mapping[str, Any]) -> Verdict:
         if self.step.empty_output is not None and dict(output) == dict(self.step.empty_output):

@@ -23,9 +23,22 @@ if TYPE_CHECKING:
 
 
 class Verifier(Protocol):
-    """Renders a verdict on one output; never raises for an output it cannot judge."""
+    """Renders a verdict on one output; never raises for an output it cannot judge.
+
+    A verifier that waits (on a model) may also have ``averify``, the same verdict awaited
+    without blocking the event loop; ``judge`` uses it when it is there.
+    """
 
     def verify(self, input: Mapping[str, Any], output: Mapping[str, Any]) -> Verdict: ...
+
+
+async def judge(verifier: Verifier, input: Mapping[str, Any], output: Mapping[str, Any]) -> Verdict:
+    """``verifier``'s verdict, through its ``averify`` when it has one."""
+    averify = getattr(verifier, "averify", None)
+    if averify is not None:
+        verdict: Verdict = await averify(input, output)
+        return verdict
+    return verifier.verify(input, output)
 
 
 def describe(check: Check) -> str:
@@ -118,6 +131,15 @@ class CompositeVerifier:
         verdict = Verdict.of(())
         for part in self.parts:
             verdict = verdict.combine(part.verify(input, output))
+            if not verdict.passed:
+                break
+        return verdict
+
+    async def averify(self, input: Mapping[str, Any], output: Mapping[str, Any]) -> Verdict:
+        """``verify``, each part through ``judge``: a model is waited for off the loop."""
+        verdict = Verdict.of(())
+        for part in self.parts:
+            verdict = verdict.combine(await judge(part, input, output))
             if not verdict.passed:
                 break
         return verdict
