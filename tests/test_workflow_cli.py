@@ -190,6 +190,12 @@ def test_run_refuses_a_model_path_that_is_not_a_file_before_opening_the_ledger(
         "model file\n",
     )
     assert not ledger.exists()
+    directory = assay("run", str(EXAMPLE), "--model-path", str(tmp_path))
+    assert (directory.returncode, directory.stderr) == (
+        2,
+        f"assay run: error: --model-path {tmp_path}: is a directory; give the path of a GGUF "
+        "model file\n",
+    )
 
     both = assay("run", str(EXAMPLE), "--model-path", str(missing), "--model-url", "http://x/v1")
     assert both.returncode == 2

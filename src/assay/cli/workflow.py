@@ -163,12 +163,14 @@ def run_runs(args: argparse.Namespace) -> int:
 def _model_settings(args: argparse.Namespace) -> ModelSettings | None:
     """The model the options name, if any; a model file must be there."""
     if args.model_path:
-        if not Path(args.model_path).is_file():
+        path = Path(args.model_path)
+        if not path.is_file():
+            state = "is a directory" if path.is_dir() else "no such file"
             raise WorkflowError(
-                f"--model-path {args.model_path}: no such file; give the path of a GGUF model file",
+                f"--model-path {args.model_path}: {state}; give the path of a GGUF model file",
                 field="model_path",
             )
-        return ModelSettings(path=str(Path(args.model_path).resolve()), model=args.model)
+        return ModelSettings(path=str(path.resolve()), model=args.model)
     if args.model_url:
         return ModelSettings(
             base_url=args.model_url, model=args.model, response_format=args.response_format
