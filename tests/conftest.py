@@ -6,8 +6,10 @@ not health criteria here; with ``CI`` set, runs are derandomized so a red run re
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -24,6 +26,18 @@ settings.register_profile(
     database=None if os.environ.get("CI") else settings.default.database,
 )
 settings.load_profile("assay")
+
+
+@atexit.register
+def _close_llama_cpp_devnull() -> None:
+    """llama-cpp-python opens ``os.devnull`` twice when imported and never closes it, so a
+    run that loaded the in-process model would end with two ResourceWarnings. Registered
+    before assay's own exit handler, this runs after it has freed the models."""
+    utils = sys.modules.get("llama_cpp._utils")
+    for name in ("outnull_file", "errnull_file"):
+        handle = getattr(utils, name, None)
+        if handle is not None:
+            handle.close()
 
 
 @pytest.fixture(scope="session")
