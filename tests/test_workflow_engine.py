@@ -294,3 +294,24 @@ def test_the_event_loop_runs_on_while_a_model_verifier_is_asked() -> None:
         ("model", True, "cited"),
         ("model", True, "cited"),
     ]
+
+
+def test_a_model_whose_code_raises_fails_the_verdict_and_the_run_goes_on() -> None:
+    class Broken:
+        def complete(self, messages: list[Any], schema: dict[str, Any]) -> Completion:
+            raise KeyError("message")
+
+    step = step_of("pick", Recorder([GOOD]), escalation=["human"])
+    step["verify"]["prompt"] = "Check that the items are cited."
+    engine = Engine(
+        workflow_of(step, budget={"iterations_per_attempt": 1}),
+        memory_ledger(),
+        verifier=lambda s: ModelVerifier(UNUSED_ENDPOINT, s, chat=Broken()),
+    )
+
+    record = engine.start({})
+
+    assert record.status is RunStatus.PARKED
+    (verdict,) = [e.body["verdict"] for e in engine.ledger.query(kind="verdict")]
+    reason = "the model at http://127.0.0.1:9/v1 failed: KeyError: 'message'"
+    assert (verdict["passed"], verdict["critique"]) == (False, reason)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from assay.errors import ModelError
+from assay.state.canonical import escape_surrogates
 from assay.workflow.chat import ChatModel, chat_model
 from assay.workflow.definition import ModelSettings, Step
 from assay.workflow.verdict import CriterionResult, Verdict
@@ -133,6 +134,9 @@ class ModelVerifier:
             content, tokens = self.chat.complete(self.messages(input, output), self.schema())
         except ModelError as error:
             return self._unruled(str(error))
+        except Exception as error:  # the verifier never raises, whatever the model's code does
+            reason = f"{type(error).__name__}: {error}"
+            return self._unruled(escape_surrogates(f"{self.settings.where} failed: {reason}"))
         try:
             answer = ModelAnswer.model_validate_json(content or "")
         except ValidationError as error:
