@@ -315,3 +315,29 @@ def test_a_model_whose_code_raises_fails_the_verdict_and_the_run_goes_on() -> No
     (verdict,) = [e.body["verdict"] for e in engine.ledger.query(kind="verdict")]
     reason = "the model at http://127.0.0.1:9/v1 failed: KeyError: 'message'"
     assert (verdict["passed"], verdict["critique"]) == (False, reason)
+
+
+def test_a_verifier_that_raises_fails_the_verdict_and_the_run_goes_on() -> None:
+    class Raises:
+        def verify(self, input: Any, output: Any) -> Any:
+            raise RuntimeError("the rubric file is gone")
+
+    step = step_of("pick", Recorder([GOOD]), escalation=["human"])
+    engine = Engine(
+        workflow_of(step, budget={"iterations_per_attempt": 1}),
+        memory_ledger(),
+        verifier=lambda s: Raises(),
+    )
+
+    record = engine.start({})
+
+    assert record.status is RunStatus.PARKED
+    (verdict,) = [e.body["verdict"] for e in engine.ledger.query(kind="verdict")]
+    assert verdict["criteria"] == [
+        {
+            "criterion": "verifier",
+            "passed": False,
+            "reason": "the verifier raised RuntimeError: the rubric file is gone",
+            "verifier": "verifier",
+        }
+    ]

@@ -263,7 +263,7 @@ class Engine:
                 if over is not None:
                     verdict = _engine_verdict("budget", over.reason + "; the output is discarded")
                 else:
-                    verdict = await judge(self._verifier(step), context, output or {})
+                    verdict = await self._judge(step, context, output or {})
                     spend.charge(tokens=verdict.tokens, cost=verdict.cost)
             body = VerdictBody(
                 step=step.id,
@@ -309,6 +309,15 @@ class Engine:
             return _json_object(produced, "output", self.workflow.name), None
         except WorkflowError as error:
             return None, _engine_verdict("executor", str(error))
+
+    async def _judge(
+        self, step: Step, context: Mapping[str, Any], output: Mapping[str, Any]
+    ) -> Verdict:
+        """The step's verdict on ``output``; a verifier that raises fails it, never the run."""
+        try:
+            return await judge(self._verifier(step), context, output)
+        except Exception as error:
+            return _engine_verdict("verifier", f"the verifier raised {_name(error)}")
 
     def _verifier(self, step: Step) -> Verifier:
         if step.id not in self._verifiers:

@@ -6,9 +6,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-VerifierKind = Literal["expression", "state", "model", "budget", "executor"]
+VerifierKind = Literal["expression", "state", "model", "budget", "executor", "verifier"]
 """Who ruled: an expression criterion, a state contract, the model, or the engine itself
-(an iteration over its budget, an executor that raised or returned no JSON object)."""
+(an iteration over its budget, an executor that raised or returned no JSON object, a
+verifier that raised instead of ruling)."""
 
 
 class CriterionResult(BaseModel):
