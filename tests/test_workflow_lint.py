@@ -177,6 +177,14 @@ def test_zero_case_is_checked_again_with_the_runs_real_input() -> None:
             "give exactly one of base_url (an OpenAI-compatible endpoint) and path (a GGUF model "
             "file to run in this process), not both",
         ),
+        (
+            {
+                "workflow": "w",
+                "model": {"path": ""},
+                "steps": [{"id": "a", "executor": "json:dumps"}],
+            },
+            "workflow 'w': model.path: String should have at least 1 character (got '')",
+        ),
     ],
 )
 def test_malformed_definitions_name_what_is_wrong(raw: dict[str, object], message: str) -> None:

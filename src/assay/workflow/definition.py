@@ -47,8 +47,8 @@ class ModelSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    base_url: str | None = None
-    path: str | None = None
+    base_url: str | None = Field(default=None, min_length=1)
+    path: str | None = Field(default=None, min_length=1)
     model: str = "local"
     api_key_env: str | None = None
     response_format: Literal["json_schema", "json_object"] = "json_schema"
