@@ -7,12 +7,18 @@ Callers that arrive while a commit is syncing queue up behind it; when the commi
 the writer hands the role to the first of them, which commits the whole queue at once. So
 under load one sync serves every entry that arrived during the last one, and with no load
 an append is written by its own thread, with no hand-off to another thread and back.
+
+The callers of a committed batch are woken one after another, each by the one before it,
+rather than all at once by the writer: a thread woken while many others also wait for the
+GIL waits for it a second time, and under CPython those second waits, not the work, bound
+how many appends many threads make per second.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -49,8 +55,9 @@ class _Wake:
         return self._flag
 
     def set(self) -> None:
-        # Called with the group's lock held, or by the writer for its own batch, never
-        # twice at once; the flag makes a second call harmless.
+        # Called with the group's lock held (handing on the role), or once per request by
+        # the chain that wakes a committed batch, never twice at once; the flag makes a
+        # second call harmless.
         if not self._flag:
             self._flag = True
             self._lock.release()
@@ -62,14 +69,17 @@ class _Wake:
 
 
 class _Request:
-    __slots__ = ("drafts", "entries", "error", "finished", "wake")
+    __slots__ = ("abandoned", "drafts", "entries", "error", "finished", "following", "wake")
 
     def __init__(self, drafts: list[EntryDraft]) -> None:
         self.drafts = drafts
         self.wake: _Wake | threading.Event = _Wake()  # set when written, or given the role
         self.finished = False
+        self.abandoned = False  # its caller stopped waiting while its batch was written
         self.entries: list[Entry] = []
         self.error: BaseException | None = None
+        # Its batch's callers not woken yet, shared by them: each woken one wakes the next.
+        self.following: deque[_Request] | None = None
 
 
 class GroupCommit:
@@ -107,11 +117,13 @@ class GroupCommit:
         if not lead:
             try:
                 request.wake.wait()
+                if request.finished:
+                    _wake_next(request.following)
             except BaseException:
                 self._abandon(request)
                 raise
         if not request.finished:
-            self._lead()
+            self._lead(request)
         if request.error is not None:
             raise request.error
         return request.entries
@@ -140,13 +152,14 @@ class GroupCommit:
             while self._writing_now:
                 self._idle.wait()
 
-    def _lead(self) -> None:
-        """Write everything queued as one batch, then pass the writer's role on."""
+    def _lead(self, own: _Request) -> None:
+        """Write everything queued (``own`` request among it) as one batch, then pass the
+        writer's role on."""
         with self._lock:
             batch, self._queue = self._queue, []
             self._writing = sum(len(request.drafts) for request in batch)
         try:
-            self._commit(batch)
+            self._commit(batch, own)
         finally:
             with self._lock:
                 self._writing = 0
@@ -161,15 +174,22 @@ class GroupCommit:
             self._idle.notify_all()
 
     def _abandon(self, request: _Request) -> None:
-        """The caller stopped waiting (an interrupt): never strand the role or its drafts."""
+        """The caller stopped waiting (an interrupt): never strand the role, its drafts, or
+        the callers of its batch still to be woken."""
         with self._lock:
             if request in self._queue:
                 self._queue.remove(request)
                 if request.wake.is_set() and not request.finished:
                     self._pass_on()
-        # Otherwise it is in a batch being written, which finishes without it.
+                return
+            if not request.finished:
+                request.abandoned = True  # its batch, being written, will not wait for it
+                return
+        # Its batch is written: wake the next of it in its stead. Waking one more than the
+        # chain needs (it had already woken the next) only wakes a finished caller sooner.
+        _wake_next(request.following)
 
-    def _commit(self, batch: list[_Request]) -> None:
+    def _commit(self, batch: list[_Request], own: _Request) -> None:
         drafts = [draft for request in batch for draft in request.drafts]
         try:
             entries = self._write(drafts)
@@ -191,9 +211,22 @@ class GroupCommit:
                 # acknowledgement into an error (the ledger catches up by reading).
                 with contextlib.suppress(Exception):
                     listener(entries)
-        for request in batch:
-            request.finished = True
-            request.wake.set()
+        with self._lock:
+            following = deque(r for r in batch if r is not own and not r.abandoned)
+            for request in batch:
+                request.finished = True
+                request.following = following
+        _wake_next(following)
+
+
+def _wake_next(following: deque[_Request] | None) -> None:
+    """Wake the next caller of a committed batch (each caller is taken from it once)."""
+    if following:
+        try:
+            waiting = following.popleft()
+        except IndexError:  # another thread took the last one
+            return
+        waiting.wake.set()
 
 
 def _wrap(exc: BaseException, name: str) -> LedgerError:
