@@ -10,8 +10,8 @@ an append is written by its own thread, with no hand-off to another thread and b
 
 The callers of a committed batch are woken one after another, each by the one before it,
 rather than all at once by the writer: a thread woken while many others also wait for the
-GIL waits for it a second time, and under CPython those second waits, not the work, bound
-how many appends many threads make per second.
+GIL waits for it a second time, and with many threads those waits cost more than the work
+(docs/ledger.md has the figures).
 """
 
 from __future__ import annotations
