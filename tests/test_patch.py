@@ -103,7 +103,7 @@ def test_merge_patch_rejects_non_json() -> None:
     with pytest.raises(StateError) as caught:
         merge_patch({}, {"a": float("nan")})
     assert str(caught.value) == (
-        "cannot store a: nan is not a JSON number; report a finite number, or null for no value"
+        "cannot store a: nan is not a JSON number; use a finite number, or null for no value"
     )
 
 

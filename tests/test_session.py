@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 import pytest
 
 from assay.clock import VirtualClock
+from assay.errors import GraphError
 from assay.graph import Session, build_navigation_graph
 
 T = TypeVar("T")
@@ -402,6 +403,91 @@ def test_a_missing_argument_is_refused_before_anything_runs() -> None:
         refused.error
         == "desk.cancel needs the argument order_id (used in its writes or verify contract)"
     )
+
+
+HALF_PAIR = (
+    "a string holds half of a surrogate pair, such as \\ud800 alone, which is not Unicode "
+    "text; send each character whole or as a full surrogate pair"
+)
+
+
+@pytest.mark.parametrize(
+    ("fire", "error"),
+    [
+        ({"args": {"note": "\ud800"}}, f"args.note: {HALF_PAIR}"),
+        (
+            {"args": {"tags": {1, 2}}},
+            "args.tags: set is not a JSON type; use objects, arrays, "
+            "strings, numbers, booleans or null",
+        ),
+        (
+            {"args": {"n": float("nan")}},
+            "args.n: nan is not a JSON number; use a finite number, or null for no value",
+        ),
+        (
+            {"args": {"id": 2**53}},
+            "args.id: the integer 9007199254740992 is beyond "
+            "±(2**53 - 1), where JSON numbers stop being exact; send it as a string",
+        ),
+        ({"args": {}, "source": "agent-\udc80"}, f"source: {HALF_PAIR}"),
+        ({"args": {}, "verify_expression": "x !== '\udfff'"}, f"verify_expression: {HALF_PAIR}"),
+    ],
+)
+@pytest.mark.parametrize("ledger", [False, True], ids=["no ledger", "ledger"])
+def test_a_fire_the_ledger_could_not_record_is_refused_with_or_without_one(
+    fire: dict[str, Any], error: str, ledger: bool
+) -> None:
+    """What a handler may be given does not depend on whether a ledger is attached: args
+    are JSON RFC 8785 writes exactly, or the fire is refused before anything runs."""
+    from assay.ledger import Ledger, MemoryBackend
+
+    evidence = Ledger(MemoryBackend()) if ledger else None
+    calls: list[dict[str, Any]] = []
+
+    async def main(clock: VirtualClock) -> Any:
+        s = GRAPH.create_session(node="workspace", state=BASE, clock=clock, evidence=evidence)
+        s.register_actions("workspace", handlers={"refresh": calls.append})
+        return s.fire("workspace.refresh", **fire)
+
+    refused = run(main)
+    assert (refused.effect_status, refused.refusal, refused.error) == (
+        "refused",
+        "bad_arguments",
+        error,
+    )
+    assert calls == []
+    if evidence is not None:
+        (entry,) = evidence.query()
+        assert (entry.kind, entry.body["refusal"], entry.body["error"]) == (
+            "refusal",
+            "bad_arguments",
+            error,
+        )
+
+
+def test_a_handler_is_given_a_plain_copy_of_the_args_as_recorded() -> None:
+    calls: list[dict[str, Any]] = []
+
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {}, refresh=calls.append)
+        args: dict[str, Any] = {"ids": (1, 2), "filter": {"from": "ada"}}
+        s.fire("workspace.refresh", args)
+        args["filter"]["from"] = "mallory"  # changed by the caller after the fire
+        return None
+
+    run(main)
+    assert calls == [{"ids": [1, 2], "filter": {"from": "ada"}}]
+
+
+def test_a_declaration_holding_half_a_surrogate_pair_is_refused_naming_its_field() -> None:
+    pages = {
+        "p": {
+            "actions": {"a": {"does": "x", "writes": ["k"], "verify_expression": "k !== '\ud800'"}}
+        }
+    }
+    with pytest.raises(GraphError) as raised:
+        build_navigation_graph("desk", pages=pages)
+    assert str(raised.value) == f"p.a: verify_expression: {HALF_PAIR}"
 
 
 def test_an_async_handler_that_raises_after_the_contract_held_is_a_failure() -> None:

@@ -112,17 +112,17 @@ def test_a_dotted_report_merges_like_the_nested_one(patch: dict[str, Any]) -> No
         (
             {"ok": 1, "inbox.tags": {1, 2}},
             "cannot store inbox.tags: set is not a JSON type; "
-            "report objects, arrays, strings, numbers, booleans or null",
+            "use objects, arrays, strings, numbers, booleans or null",
         ),
         (
             {"ok": 1, "drone": {"alt": float("nan")}},
             "cannot store drone.alt: nan is not a JSON number; "
-            "report a finite number, or null for no value",
+            "use a finite number, or null for no value",
         ),
         (
             {"xs": [1, float("-inf")]},
             "cannot store xs.1: -inf is not a JSON number; "
-            "report a finite number, or null for no value",
+            "use a finite number, or null for no value",
         ),
         (
             {"a": {3: "x"}},
@@ -136,7 +136,7 @@ def test_a_dotted_report_merges_like_the_nested_one(patch: dict[str, Any]) -> No
         (
             {"a": object()},
             "cannot store a: object is not a JSON type; "
-            "report objects, arrays, strings, numbers, booleans or null",
+            "use objects, arrays, strings, numbers, booleans or null",
         ),
         (["a", 1], "a report must be an object mapping keys to values, not list"),
         # What Python's json reads "\\ud800" as: half of a surrogate pair, no UTF-8 text.

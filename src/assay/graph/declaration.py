@@ -21,6 +21,7 @@ from assay.errors import ContractError, ExpressionSyntaxError, GraphError
 from assay.expr import Expression, compile_expression
 from assay.expr.contract import Contract, compile_contract
 from assay.expr.path import parse_path
+from assay.state.canonical import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
 
 _NAME: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*\Z")
 _PLACEHOLDER: Final = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -110,6 +111,9 @@ def parse_action(page: str, name: str, raw: Any) -> ActionSpec:
             unknown[0],
             f"unknown field; the fields of an action are {', '.join(sorted(_ACTION_FIELDS))}",
         )
+    for field_name, value in raw.items():
+        if holds_half_surrogate_pair(value):  # no fire of it could be recorded
+            raise fail(field_name, HALF_SURROGATE_PAIR)
     does = raw.get("does")
     if not isinstance(does, str) or not does.strip():
         raise fail("does", "expected a sentence saying what the action does")

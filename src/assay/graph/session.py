@@ -34,7 +34,12 @@ from assay.graph.journey import Journey
 from assay.graph.result import Answer, FireResult, RefusalFigures
 from assay.graph.transition import Phase, Transition
 from assay.redaction import Redaction
-from assay.state.canonical import escape_surrogates
+from assay.state.canonical import (
+    HALF_SURROGATE_PAIR,
+    escape_surrogates,
+    exact_json_object,
+    holds_half_surrogate_pair,
+)
 from assay.state.snapshot import FieldChange, Snapshot
 from assay.state.store import StateStore
 from assay.state.substrate import Substrate
@@ -142,6 +147,11 @@ class Session:
         spec = self.graph.action(action_id)
         if spec is None:
             return self._refused_unknown(action_id)
+        if holds_half_surrogate_pair(source):
+            return self._refuse(
+                spec, args, escape_surrogates(source), "bad_arguments",
+                f"source: {HALF_SURROGATE_PAIR}",
+            )  # fmt: skip
         if spec.page != self.node:
             where = ", ".join(self.graph.pages_with(spec.name)) or spec.page
             return self._refuse(
@@ -150,6 +160,10 @@ class Session:
                 RefusalFigures(node=self.node, available_at=self.graph.pages_with(spec.name)),
             )  # fmt: skip
         try:
+            # The args a handler gets are the ones the ledger records, with or without one.
+            args = exact_json_object(args, "args")
+            if verify_expression is not None and holds_half_surrogate_pair(verify_expression):
+                raise ValueError(f"verify_expression: {HALF_SURROGATE_PAIR}")
             writes, predicate, declared = self._bind(spec, args, verify_expression)
             covered = declared is not None and covers(declared, writes)
         except (ContractError, ValueError) as error:

@@ -32,6 +32,8 @@ MAX_DEPTH: Final = 256
 _PATH_CHARS: Final = frozenset(".[]")
 _PLAIN_TYPES: Final = (bool, type(None))
 _MAX_SAFE: Final = 2**53
+_MAX_EXACT: Final = 2**53 - 1
+"""The largest integer RFC 8785 writes: beyond it, a double no longer holds every integer."""
 _HALF_PAIR: Final = re.compile("[\ud800-\udfff]")
 """A surrogate code point: in a ``str``, always half of a pair (a whole pair is one
 character), as Python's ``json`` reads the escape ``"\\ud800"``; no UTF-8 text holds it."""
@@ -44,11 +46,11 @@ HALF_SURROGATE_PAIR: Final = f"{_HALF_PAIR_PROBLEM}; {_HALF_PAIR_INSTEAD}"
 
 
 class _RejectedError(Exception):
-    """Raised deep in a copy; gathers the path on its way up so the copy needs none."""
+    """Raised deep in a copy; gathers the path on its way up so the copy needs none. Its
+    text is the problem and what to do instead."""
 
     def __init__(self, problem: str, instead: str) -> None:
-        self.problem = problem
-        self.instead = instead
+        super().__init__(f"{problem}; {instead}")
         self.segments: list[str] = []
 
 
@@ -59,33 +61,55 @@ def canonical_value(value: Any, path: Path = ()) -> Any:
     plain types. Raise ``StateError`` naming the first place JSON cannot carry.
     """
     try:
-        return _copy(value, len(path))
+        return _copy(value, len(path), False)
     except _RejectedError as rejected:
-        where = (*path, *reversed(rejected.segments))
-        raise _error(where, rejected) from None
+        raise _error((*path, *reversed(rejected.segments)), rejected) from None
 
 
 def _error(where: Path, rejected: _RejectedError) -> StateError:
-    shown = format_path(where[:8]) + ("…" if len(where) > 8 else "") if where else "the report"
     return StateError(
-        f"cannot store {shown}: {rejected.problem}; {rejected.instead}",
+        f"cannot store {_shown(where, 'the report')}: {rejected}",
         key=format_path(where) if where else None,
     )
 
 
-def _copy(value: Any, depth: int) -> Any:
+def exact_json_object(value: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """A fresh plain-JSON copy of the object ``value`` (a fire's ``args``, named ``name``),
+    which RFC 8785 can write exactly as given.
+
+    Stricter than ``canonical_value``: an integer beyond ±(2**53 - 1) is refused rather than
+    rounded, since rounding would hand on another number than the one given. Raise
+    ``ValueError`` naming the first place JSON cannot carry (``args.order_id: …``) and what
+    to send instead.
+    """
+    try:
+        copied: dict[str, Any] = _copy(value, 1, True)
+    except _RejectedError as rejected:
+        where = (name, *reversed(rejected.segments))
+        raise ValueError(f"{_shown(where, name)}: {rejected}") from None
+    return copied
+
+
+def _shown(where: Path, empty: str) -> str:
+    return format_path(where[:8]) + ("…" if len(where) > 8 else "") if where else empty
+
+
+def _copy(value: Any, depth: int, exact: bool) -> Any:
     kind = type(value)
     if kind is str:
         return value if value.isascii() else _text(value)
     if kind is int:
-        return value if -_MAX_SAFE <= value <= _MAX_SAFE else _double(value)
+        limit = _MAX_EXACT if exact else _MAX_SAFE
+        if -limit <= value <= limit:
+            return value
+        return _inexact(value) if exact else _double(value)
     if kind in _PLAIN_TYPES:
         return value
     if kind is float:
         if math.isfinite(value):
             return value
         raise _RejectedError(
-            f"{value!r} is not a JSON number", "report a finite number, or null for no value"
+            f"{value!r} is not a JSON number", "use a finite number, or null for no value"
         )
     if depth >= MAX_DEPTH:
         raise _RejectedError(
@@ -96,7 +120,7 @@ def _copy(value: Any, depth: int) -> Any:
         for raw, item in value.items():
             key = raw if type(raw) is str and raw.isascii() else _plain_key(raw)
             try:
-                out[key] = _copy(item, depth + 1)
+                out[key] = _copy(item, depth + 1, exact)
             except _RejectedError as rejected:
                 rejected.segments.append(key)
                 raise
@@ -105,7 +129,7 @@ def _copy(value: Any, depth: int) -> Any:
         items: list[Any] = []
         for index, item in enumerate(value):
             try:
-                items.append(_copy(item, depth + 1))
+                items.append(_copy(item, depth + 1, exact))
             except _RejectedError as rejected:
                 rejected.segments.append(str(index))
                 raise
@@ -113,12 +137,12 @@ def _copy(value: Any, depth: int) -> Any:
     if isinstance(value, str):
         return _text(str.__str__(value))
     if isinstance(value, int):
-        return _copy(int(value), depth)
+        return _copy(int(value), depth, exact)
     if isinstance(value, float):
-        return _copy(float(value), depth)
+        return _copy(float(value), depth, exact)
     raise _RejectedError(
         f"{kind.__name__} is not a JSON type",
-        "report objects, arrays, strings, numbers, booleans or null",
+        "use objects, arrays, strings, numbers, booleans or null",
     )
 
 
@@ -138,15 +162,25 @@ def _double(number: int) -> float:
         raise _RejectedError(
             f"the integer {str(number)[:20]}… ({len(str(number))} digits) is beyond the range "
             "of a JSON number (a double)",
-            "report a number within ±1.8e308",
+            "use a number within ±1.8e308",
         ) from None
+
+
+def _inexact(number: int) -> Any:
+    digits = str(number) if len(str(number)) <= 24 else f"{str(number)[:20]}…"
+    raise _RejectedError(
+        f"the integer {digits} is beyond ±(2**53 - 1), where JSON numbers stop being exact",
+        "send it as a string",
+    )
 
 
 def holds_half_surrogate_pair(value: Any) -> bool:
     """Whether a string in ``value`` (parsed JSON) holds half of a surrogate pair, as
     Python's ``json`` reads the escape ``"\\ud800"`` (which ``JSON.stringify`` writes for a
     broken string): text no UTF-8 answer can carry, so every port refuses it."""
-    return _HALF_PAIR.search(json.dumps(value, ensure_ascii=False)) is not None
+    if type(value) is str:
+        return not value.isascii() and _HALF_PAIR.search(value) is not None
+    return _HALF_PAIR.search(json.dumps(value, ensure_ascii=False, default=repr)) is not None
 
 
 def _text(text: str) -> str:
