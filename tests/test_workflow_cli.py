@@ -165,6 +165,7 @@ def test_run_asks_a_model_file_in_process_and_records_its_rulings(
     assert result.returncode in {0, 1}, result.stderr
     assert "Traceback" not in result.stderr
     assert "Exception ignored" not in result.stderr
+    assert "llama_context" not in result.stderr  # llama.cpp's warnings and information
     with open_ledger(url, create=False) as ledger:
         verdicts = [entry.body["verdict"] for entry in ledger.query(kind="verdict")]
     ruled = [v for v in verdicts if any(r["verifier"] == "model" for r in v["criteria"])]

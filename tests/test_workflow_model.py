@@ -155,6 +155,29 @@ def test_a_model_file_that_cannot_be_run_fails_the_verdict_saying_why(
         assert [r.reason for r in verdict.criteria] == [reason, reason]
 
 
+def test_llama_cpp_prints_its_errors_and_nothing_else(
+    model_file: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from assay.workflow import chat
+
+    with chat._loading:
+        chat._loaded(model_file, 2048)
+    capsys.readouterr()
+    log = chat._llama_log[0]  # the callback llama.cpp now calls
+
+    for level, text in [
+        (3, b"llama_context: n_ctx_per_seq (2048) < n_ctx_train (8192)\n"),  # a warning
+        (5, b"-- continued\n"),
+        (2, b"llama_context: n_ctx = 2048\n"),
+        (4, b"failed to read the tensor"),
+        (5, b" at offset 12\n"),
+        (1, b"a debug line\n"),
+    ]:
+        log(level, text, None)
+
+    assert capsys.readouterr().err == "failed to read the tensor at offset 12\n"
+
+
 def test_without_llama_cpp_a_model_file_fails_the_verdict_naming_the_extra(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

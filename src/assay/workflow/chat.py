@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import os
+import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from assay.errors import ModelError
 from assay.workflow.definition import ModelSettings
@@ -146,6 +148,35 @@ def _close_models() -> None:
         _models.clear()
 
 
+_LLAMA_LOG_ERROR: Final = 4
+_LLAMA_LOG_CONTINUED: Final = 5
+"""llama.cpp's log levels (``ggml_log_level``: none 0, debug 1, info 2, warn 3, error 4, and 5
+for a line continuing the last message)."""
+_llama_log: list[Any] = []  # the callback llama.cpp holds, and the last level it was given
+
+
+def _print_llama_errors_only(llama_cpp: Any) -> None:
+    """Have llama.cpp's log print its errors only (to stderr), once per process.
+
+    llama-cpp-python's own callback reads the levels by an older numbering, in which a
+    warning is an error, so with ``verbose=False`` it still prints warnings (such as a
+    context smaller than the model was trained with, which a verifier's short chats do not
+    need). The callback is llama.cpp's, so it is this process's for every model.
+    """
+    if _llama_log:
+        return
+
+    @llama_cpp.llama_log_callback  # type: ignore[untyped-decorator]
+    def errors_only(level: int, text: bytes, _user_data: Any) -> None:
+        if level != _LLAMA_LOG_CONTINUED:
+            _llama_log[1] = level
+        if _llama_log[1] == _LLAMA_LOG_ERROR:
+            sys.stderr.write(text.decode("utf-8", "replace"))
+
+    _llama_log[:] = [errors_only, 0]
+    llama_cpp.llama_log_set(errors_only, ctypes.c_void_p(0))
+
+
 def _load(path: str, context_tokens: int) -> Any:
     """The model at ``path``, loaded; ``ModelError`` saying what is wrong if it cannot be."""
     where = f"the model {path}"
@@ -157,6 +188,7 @@ def _load(path: str, context_tokens: int) -> Any:
             "assay[local-model], or give base_url to ask a model server instead",
             where=where,
         ) from None
+    _print_llama_errors_only(llama_cpp)
     try:
         with Path(path).open("rb") as file:
             magic = file.read(4)
