@@ -99,7 +99,7 @@ def _lines(*messages: object) -> bytes:
 
 
 @pytest.mark.parametrize("stdin_is", ["a pipe", "a file"])
-def test_requests_piped_in_are_all_answered_and_bad_lines_skipped(
+def test_requests_piped_in_are_all_answered_and_a_line_that_is_not_json_too(
     stdin_is: str, tmp_path: Path
 ) -> None:
     # A pipe is read on the event loop, a file in a worker thread: the same answers. The
@@ -142,7 +142,20 @@ def test_requests_piped_in_are_all_answered_and_bad_lines_skipped(
                 command, stdin=stdin, capture_output=True, timeout=60, check=False
             )
     assert done.returncode == 0, done.stderr
-    answers = {message["id"]: message for message in map(json.loads, done.stdout.splitlines())}
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    unread = [line for line in lines if line["id"] is None]
+    assert unread == [
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": -32700,
+                "message": "invalid request: the line is not JSON (Expecting property name "
+                "enclosed in double quotes: line 1 column 2 (char 1))",
+            },
+        }
+    ]
+    answers = {message["id"]: message for message in lines if message["id"] is not None}
     assert sorted(answers) == [1, 2, 3, 4]
     assert answers[4]["result"]["structuredContent"]["passed"] is False
     verdict = answers[2]["result"]
@@ -165,7 +178,10 @@ def test_a_request_that_is_not_a_valid_message_is_answered_with_an_error_naming_
             },
             {"jsonrpc": "2.0", "id": "three", "method": 3},
             {"id": 4, "method": "tools/list"},
-            {"jsonrpc": "2.0", "method": 5},  # a notification: nothing to answer
+            {"jsonrpc": "2.0", "method": 5},  # a notification, but not a valid one
+            {"jsonrpc": "2.0", "id": True, "method": "tools/list"},
+            [{"jsonrpc": "2.0", "id": 5, "method": "tools/list"}],  # a batch: MCP has none
+            {"jsonrpc": "2.0", "id": "\udc80", "method": "tools/list"},
             {"jsonrpc": "2.0", "id": 6, "method": "tools/list"},
         )
     )
@@ -177,7 +193,23 @@ def test_a_request_that_is_not_a_valid_message_is_answered_with_an_error_naming_
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    answers = {message["id"]: message for message in map(json.loads, done.stdout.splitlines())}
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    # Those whose id cannot be answered are answered under a null id (JSON-RPC 2.0), in order.
+    assert [line["error"] for line in lines if line["id"] is None] == [
+        {"code": -32600, "message": "invalid request: method: Input should be a valid string"},
+        {
+            "code": -32600,
+            "message": "invalid request: id: a request's id is a string or an integer, not true",
+        },
+        {"code": -32600, "message": "invalid request: the message: Input should be an object"},
+        {
+            "code": -32700,
+            "message": "invalid request: a string holds half of a surrogate pair, such as "
+            "\\ud800 alone, which is not Unicode text; send each character whole or as a full "
+            "surrogate pair",
+        },
+    ]
+    answers = {message["id"]: message for message in lines if message["id"] is not None}
     assert sorted(answers, key=str) == [1, 2, 4, 6, "three"]
     assert answers[2]["error"] == {
         "code": -32700,

@@ -12,10 +12,11 @@ As the SDK's transport does, it serves the wire from private duplicates of fds 0
 points fd 0 at the null device and fd 1 at stderr meanwhile, so that stray output from a
 handler or a child process cannot corrupt the protocol; both are restored on return. One
 JSON-RPC message per line, UTF-8 (undecodable bytes replaced, as the SDK does); blank lines
-are skipped. A line that is not a valid message but is a JSON object with a request id (a
-string containing a lone surrogate such as ``\ud800``, a method that is not a string) is
-answered at once with a JSON-RPC error naming what was wrong, so its sender is not left
-waiting; any other such line reaches the server as its validation error, as in the SDK.
+are skipped. A line that is not a valid message (not JSON, a string containing a lone
+surrogate such as ``\ud800``, a method that is not a string) is answered at once with a
+JSON-RPC error naming what was wrong, so its sender is not left waiting: under the request's
+id when it has one that can be written back, else under a null id, as JSON-RPC 2.0 has it
+(and as the SDK's streamable HTTP transport answers a body that is not JSON).
 
 The SDK's server cancels every request in flight when its input ends. A client may close
 stdin once it has sent its last request and still read the answers (``assay mcp < requests``
@@ -234,40 +235,71 @@ async def _deliver(
     try:
         message = mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValidationError as error:
-        refusal = _refusal(text, error)
-        if refusal is None:
-            await send.send(error)
-        else:
-            with contextlib.suppress(anyio.ClosedResourceError):  # the server is done
-                await refusals.send(SessionMessage(refusal))
+        with contextlib.suppress(anyio.ClosedResourceError):  # the server is done
+            await refusals.send(SessionMessage(_refusal(text, error)))
         return
+    if isinstance(message, mcp_types.JSONRPCNotification) and b'"id"' in line:
+        refusal = _unusable_id(text)
+        if refusal is not None:  # read as a notification, it would go unanswered
+            with contextlib.suppress(anyio.ClosedResourceError):
+                await refusals.send(SessionMessage(refusal))
+            return
     owed.read(message)
     await send.send(SessionMessage(message))
 
 
-def _refusal(text: str, error: ValidationError) -> mcp_types.JSONRPCError | None:
-    """The error answering ``text``, an invalid message, if it is a request with an id."""
+def _unusable_id(text: str) -> mcp_types.JSONRPCError | None:
+    """The error answering ``text``, read as a notification, if it is a request whose id is
+    neither a string nor an integer (``true``, ``1.5``, ``null``): pydantic drops such an
+    id, which would leave its sender waiting for ever."""
+    data = json.loads(text)
+    if not isinstance(data, dict) or "id" not in data:
+        return None
+    shown = json.dumps(data["id"])
+    shown = shown if len(shown) <= 40 else f"{shown[:40]}…"
+    reason = f"id: a request's id is a string or an integer, not {shown}"
+    return _error(None, mcp_types.INVALID_REQUEST, reason)
+
+
+def _refusal(text: str, error: ValidationError) -> mcp_types.JSONRPCError:
+    """The error answering ``text``, a line that is not a valid message: under its id when
+    it is a request whose id can be written back, else under a null id, as JSON-RPC 2.0 has
+    it when the id cannot be determined."""
     try:
         data = json.loads(text)
-    except (ValueError, RecursionError):
-        return None  # not JSON (or nested beyond reading): there is no id to answer
-    if not isinstance(data, dict) or "method" not in data:
-        return None  # a response or something else: nothing waits for an answer
-    request_id = data.get("id")
-    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
-        return None  # a notification, or an id nobody could match an answer to
-    if isinstance(request_id, str) and holds_half_surrogate_pair(request_id):
-        return None  # an id that cannot be written back
+    except RecursionError:
+        return _error(None, mcp_types.INVALID_REQUEST, "the message nests too deeply to read")
+    except ValueError as not_json:
+        return _error(None, mcp_types.PARSE_ERROR, f"the line is not JSON ({not_json})")
+    request_id = data.get("id") if isinstance(data, dict) and "method" in data else None
+    if (
+        isinstance(request_id, bool)
+        or not isinstance(request_id, int | str)
+        or (isinstance(request_id, str) and holds_half_surrogate_pair(request_id))
+    ):
+        request_id = None  # a notification, not a request, or an id that cannot be answered
     if holds_half_surrogate_pair(data):
-        code = mcp_types.PARSE_ERROR
-        reason = HALF_SURROGATE_PAIR
-    else:
-        first = error.errors()[0]
-        path = [str(part) for part in first["loc"]]
-        if path and path[0].startswith("JSONRPC"):
-            del path[0]  # the kind of message it was read as
-        where = ".".join(path) or "the message"
-        code, reason = mcp_types.INVALID_REQUEST, f"{where}: {first['msg']}"
+        return _error(request_id, mcp_types.PARSE_ERROR, HALF_SURROGATE_PAIR)
+    errors = error.errors()
+    kind = _kind_of(data)
+    first = next((e for e in errors if e["loc"][:1] == (kind,)), errors[0])
+    path = [str(part) for part in first["loc"]]
+    if path and path[0].startswith("JSONRPC"):
+        del path[0]  # the kind of message it was read as
+    where = ".".join(path) or "the message"
+    return _error(request_id, mcp_types.INVALID_REQUEST, f"{where}: {first['msg']}")
+
+
+def _kind_of(data: Any) -> str:
+    """The kind of JSON-RPC message ``data`` most looks like, as pydantic names it."""
+    if not isinstance(data, dict) or ("method" in data and "id" in data):
+        return "JSONRPCRequest"
+    if "method" in data:
+        return "JSONRPCNotification"
+    return "JSONRPCError" if "error" in data else "JSONRPCResponse"
+
+
+def _error(request_id: int | str | None, code: int, reason: str) -> mcp_types.JSONRPCError:
     return mcp_types.JSONRPCError(
         jsonrpc="2.0",
         id=request_id,
