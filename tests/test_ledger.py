@@ -454,7 +454,21 @@ def test_a_sqlite_file_in_a_missing_directory_is_reported(tmp_path: Path) -> Non
         open_backend(f"sqlite:///{path}")
     assert str(caught.value) == (
         f"cannot open the SQLite ledger sqlite:///{path}: unable to open database file; "
-        "check that the directory exists and is writable"
+        f"check that the directory {path.parent} exists and is writable"
+    )
+
+
+def test_a_relative_sqlite_path_that_cannot_be_opened_says_how_to_write_an_absolute_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(LedgerError) as caught:
+        open_backend("sqlite:///tmp/ledger.db")  # meant /tmp/ledger.db
+    assert str(caught.value) == (
+        "cannot open the SQLite ledger sqlite:///tmp/ledger.db: unable to open database file; "
+        f"check that the directory {tmp_path / 'tmp'} exists and is writable (a path after "
+        "sqlite:/// is relative to the working directory; sqlite:////tmp/ledger.db names "
+        "/tmp/ledger.db)"
     )
 
 

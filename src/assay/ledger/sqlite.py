@@ -397,7 +397,14 @@ class SQLiteBackend(GroupCommittedBackend):
     def _error(self, doing: str, exc: sqlite3.Error) -> LedgerError:
         hint = ""
         if "unable to open" in str(exc):
-            hint = "; check that the directory exists and is writable"
+            hint = (
+                f"; check that the directory {self._path.parent.absolute()} exists and is writable"
+            )
+            if not self._path.is_absolute():
+                hint += (
+                    " (a path after sqlite:/// is relative to the working directory; "
+                    f"sqlite:////{self._path} names /{self._path})"
+                )
         elif _cannot_write(exc):
             hint = "; check that this user may write the file and its directory"
         return LedgerError(f"{doing} the SQLite ledger {self._url}: {exc}{hint}", url=self._url)
