@@ -54,4 +54,7 @@ async def test_only_workflows_the_daemon_was_given_run_by_name(
         assert response.headers["content-type"] == "application/problem+json"
     missing = await client.get("/v1/runs/no-such-run")
     assert missing.status_code == 404
-    assert missing.json()["detail"].endswith("GET /v1/runs lists the runs in the ledger")
+    detail = missing.json()["detail"]
+    assert detail.startswith("no run 'no-such-run' in the ledger at ")
+    assert detail.endswith("; GET /v1/runs lists the runs in the ledger")
+    assert "assay runs" not in detail  # the CLI's hint is the CLI's

@@ -149,7 +149,10 @@ def test_bad_input_and_unknown_runs_exit_2(tmp_path: Path) -> None:
     open_ledger(url).close()
     unknown = assay("resume", "no-such-run", "--ledger", url)
     assert unknown.returncode == 2
-    assert "no run 'no-such-run' in the ledger" in unknown.stderr
+    assert unknown.stderr == (
+        f"assay resume: error: no run 'no-such-run' in the ledger at {url}; "
+        "`assay runs` lists the runs\n"
+    )
 
 
 def test_run_asks_a_model_file_in_process_and_records_its_rulings(

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.cli.ledger import add_ledger_option
-from assay.errors import AssayError, WorkflowError, WorkflowLintError
+from assay.errors import AssayError, RunNotFoundError, WorkflowError, WorkflowLintError
 from assay.ledger import open_ledger
 from assay.state.canonical import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
 from assay.workflow.definition import ModelSettings
@@ -139,7 +139,8 @@ def run_resume(args: argparse.Namespace) -> int:
         with open_ledger(args.ledger, create=False) as ledger:  # the run must be in it
             record = _service(ledger, model).resume(args.run_id, human)
     except AssayError as error:
-        print(f"assay resume: error: {error}", file=sys.stderr)
+        hint = "; `assay runs` lists the runs" if isinstance(error, RunNotFoundError) else ""
+        print(f"assay resume: error: {error}{hint}", file=sys.stderr)
         return 2
     return _report(record)
 

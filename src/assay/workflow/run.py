@@ -132,7 +132,7 @@ def read_run(ledger: Ledger, run_id: str) -> RunRecord:
     entries = ledger.query(run=run_id)
     if not entries:
         raise RunNotFoundError(
-            f"no run {run_id!r} in the ledger at {ledger.url}; `assay runs` lists the runs",
+            f"no run {run_id!r} in the ledger at {ledger.url}",
             run_id=run_id,
         )
     return rebuild(run_id, entries)
