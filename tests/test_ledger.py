@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import asyncio
 import gc
 import hashlib
@@ -634,8 +635,9 @@ def test_a_write_that_cannot_commit_fails_every_caller_and_stores_nothing(
 
 
 def test_a_postgresql_backend_reconnects_after_losing_its_connections(
-    postgres_url: str,
+    postgres_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="psycopg")
     with PostgresBackend(postgres_url, schema="reconnect") as backend:
         backend.append([draft(body={"n": 0})])
         pids = [backend._reader.info.backend_pid]
@@ -649,6 +651,8 @@ def test_a_postgresql_backend_reconnects_after_losing_its_connections(
         assert str(caught.value).startswith(
             f"cannot append to the PostgreSQL ledger {postgres_url}?schema=reconnect: "
         )
+        # The failure is said once, in the error; psycopg logs nothing beside it.
+        assert [record.getMessage() for record in caplog.records] == []
         (entry,) = backend.append([draft(body={"n": 1})])
         assert entry.seq == 2
         assert backend.size() == 2  # a read is tried again on a new connection

@@ -13,7 +13,9 @@ does not take the next seq and link to the last hash. The schema is created on o
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any, Final, LiteralString
 
@@ -104,6 +106,28 @@ _ROW_COLUMNS: Final[LiteralString] = (
 )
 _OUT_OF_ORDER: Final = "a new entry must take the next seq"
 _CHECKPOINT_COLUMNS: Final[LiteralString] = "size, root, timestamp, key_id, signature"
+
+
+class _WritersPipelineWarnings(logging.Filter):
+    """Drops psycopg's warning that a pipeline could not be ended while an error passed
+    through it (the connection was lost mid-append), for the writers' own connections only:
+    that error reaches every appender in the batch as a ``LedgerError`` saying the same, so
+    the warning would only repeat it on stderr, once for each pipeline psycopg nests."""
+
+    _MESSAGE: Final = "error ignored terminating %r: %s"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.connections: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg != self._MESSAGE or not isinstance(record.args, tuple) or not record.args:
+            return True
+        return getattr(record.args[0], "_conn", None) not in self.connections
+
+
+_writers_pipeline_warnings = _WritersPipelineWarnings()
+logging.getLogger("psycopg").addFilter(_writers_pipeline_warnings)
 
 
 def lock_key(schema: str) -> int:
@@ -288,6 +312,7 @@ class PostgresBackend(GroupCommittedBackend):
             if self._writer is not None:
                 self._writer.close()
             self._writer = psycopg.connect(self._conninfo, autocommit=True)
+            _writers_pipeline_warnings.connections.add(self._writer)
             # Durable on commit whatever the server's default, so an append is acknowledged
             # only once it would survive a crash of the server too.
             self._writer.execute("SET synchronous_commit = on")
