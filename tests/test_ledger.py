@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 import asyncio
 import gc
 import hashlib
 import io
 import json
+import logging
 import sqlite3
 import threading
 import time

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import assay
 from assay.errors import ContractError
-from assay.expr.path import MISSING, PathRead, format_path, parse_path, read_path
+from assay.expr.path import (
+    MISSING,
+    PathRead,
+    array_index,
+    format_path,
+    parse_path,
+    read_member_path,
+    read_path,
+)
+from strategies import json_states
 
 
 @pytest.mark.parametrize(
@@ -252,3 +265,42 @@ def test_read_path_does_not_index_into_strings() -> None:
     read = read_path({"name": "abc"}, ("name", "0"))
     assert read.value is MISSING
     assert read.explain() == "name.0 is missing (name is a string, not an object or array)"
+
+
+@st.composite
+def _state_and_segments(draw: st.DrawFn) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """A state, and a path into it as an expression's keys name one: a top-level name, then
+    segments that are keys or indices present, ``length``, or names that are not there."""
+    state = draw(json_states())
+    segments = [draw(st.sampled_from([*state, "length", "missing"]))]
+    value = state.get(segments[0], MISSING)
+    while value is not MISSING and (len(segments) == 1 or draw(st.booleans())):
+        present: list[str] = []
+        if isinstance(value, dict):
+            present = list(value)
+        elif isinstance(value, list):
+            present = [str(index) for index in range(len(value))]
+        segment = draw(st.sampled_from([*present, "length", "length", "missing", "0", "2"]))
+        if isinstance(value, str) and array_index(segment) is not None:
+            break  # a string's index is read by an expression, but never named as a key
+        segments.append(segment)
+        value = read_member_path(state, segments).value
+    return state, tuple(segments)
+
+
+@settings(max_examples=300)
+@given(_state_and_segments())
+def test_read_member_path_reads_what_the_expression_reads(
+    case: tuple[dict[str, Any], tuple[str, ...]],
+) -> None:
+    """The value a narrative names for a key is the value the expression read there (the
+    evaluator agrees with Node.js: test_differential.py); undefined there is missing here."""
+    state, segments = case
+    source = segments[0] + "".join(f"?.[{json.dumps(segment)}]" for segment in segments[1:])
+    evaluated = assay.compile_expression(source).evaluate(state)
+    read = read_member_path(state, segments)
+    if evaluated is assay.UNDEFINED:
+        assert not read.found, (source, state)
+    else:
+        assert read.found, (source, state)
+        assert read.value == evaluated, (source, state)

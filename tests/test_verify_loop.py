@@ -163,6 +163,47 @@ def test_failed_because_a_path_is_missing_names_the_missing_part() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("expression", "state", "read"),
+    [
+        ("inbox.items.length === 2", {"inbox": {"items": [1, 2]}}, "inbox.items.length remained 2"),
+        # JavaScript counts UTF-16 code units: the emoji is two.
+        (
+            "inbox.subject.length === 3",
+            {"inbox": {"subject": "a😀"}},
+            "inbox.subject.length remained 3",
+        ),
+        (
+            "inbox.page.length === 7",
+            {"inbox": {"page": {"length": 7}}},
+            "inbox.page.length remained 7",
+        ),
+    ],
+)
+def test_a_length_read_is_narrated_with_its_value(
+    expression: str, state: dict[str, Any], read: str
+) -> None:
+    """An array's or a string's length is a value the expression read, not a missing key."""
+    outcome = run_verification(compile_expression(expression), state, nothing)
+    assert outcome.passed is True
+    assert outcome.narrative == f"Expression evaluated to true after 1 poll cycle (0ms); {read}."
+
+
+def test_a_failed_length_read_says_from_what_to_what_it_changed() -> None:
+    async def script(store: StateStore, clock: VirtualClock) -> None:
+        await clock.advance(0.5)
+        store.report({"inbox.items": [1, 2, 3]})
+
+    outcome = run_verification(
+        compile_expression("inbox.items.length === 4"), {"inbox": {"items": [1, 2]}}, script
+    )
+    assert outcome.passed is False
+    assert outcome.narrative == (
+        "inbox.items.length changed from 2 to 3 after 2 poll cycles (5000ms), but the "
+        "expression still evaluated to false."
+    )
+
+
 def test_a_contract_failure_names_the_failing_condition() -> None:
     async def script(store: StateStore, clock: VirtualClock) -> None:
         await clock.advance(0.2)

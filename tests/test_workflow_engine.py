@@ -44,6 +44,27 @@ def test_a_failed_verdicts_critique_goes_back_to_the_planner() -> None:
     assert kinds(engine, record.run_id) == ["commit", "verdict", "verdict", "commit"]
 
 
+def test_a_critique_gives_the_length_a_criterion_read() -> None:
+    executor = Recorder([{"count": 1, "items": [1, 2]}, {"count": 2, "items": [1, 2]}])
+    planner = PlannerRecorder()
+    step = step_of(
+        "pick",
+        executor,
+        "output.count === output.items.length",
+        empty={"count": 0, "items": []},
+        planner=planner,
+    )
+    engine = Engine(workflow_of(step), memory_ledger())
+
+    record = engine.start({})
+
+    assert record.status is RunStatus.COMPLETED
+    assert planner.seen[1] == (
+        "output.count === output.items.length: does not hold (it evaluated to false); "
+        "it read output.count = 1, output.items.length = 2",
+    )
+
+
 def test_nothing_is_committed_or_passed_on_before_its_verdict_passes() -> None:
     first = Recorder([BAD, GOOD])
     second = Recorder([{"items": [3]}])
