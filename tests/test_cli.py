@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 
 import assay
+from assay.ledger import open_ledger
 
 
-def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str, stdin: str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "assay", *args],
         capture_output=True,
@@ -20,6 +23,7 @@ def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str
         input=stdin,
         timeout=60,
         check=False,
+        cwd=cwd,
     )
 
 
@@ -215,9 +219,14 @@ def test_usage_errors_exit_2() -> None:
         assert "Traceback" not in result.stderr
 
 
-def test_example_already_true_prints_three_real_presses() -> None:
-    result = run("example", "already-true")
+def test_example_already_true_prints_three_real_presses(tmp_path: Path) -> None:
+    result = run("example", "already-true", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
+    # Its evidence went to the default ledger, ./assay.db in the working directory.
+    with open_ledger(f"sqlite:///{tmp_path / 'assay.db'}", create=False) as ledger:
+        assert [entry.kind for entry in ledger.query()] == [
+            "fire", "settlement", "fire", "settlement", "fire"  # the last one still pending
+        ]  # fmt: skip
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [line["press"] for line in lines] == ["already true", "ordinary", "writes, no verify"]
     already, ordinary, blind = lines
