@@ -33,6 +33,14 @@ def test_lint_exits_0_when_clean_1_with_problems_2_when_unreadable(tmp_path: Pat
     clean = assay("lint", str(EXAMPLE))
     assert clean.returncode == 0, clean.stderr
     assert "workflow 'competitor_deep_dive' passes lint (2 steps)" in clean.stdout
+    single = tmp_path / "single.yaml"
+    single.write_text(
+        "workflow: single\nsteps:\n  - id: a\n    executor: json:dumps\n"
+        "    empty_output: {items: []}\n    verify: {criteria: ['output.items.length >= 0']}\n",
+        encoding="utf-8",
+    )
+    one = assay("lint", str(single))
+    assert one.stdout == f"{single}: workflow 'single' passes lint (1 step)\n", one.stderr
 
     bad = tmp_path / "bad.yaml"
     bad.write_text(

@@ -110,7 +110,8 @@ def run_lint(args: argparse.Namespace) -> int:
         print(f"{args.file}: [{problem.rule}] {problem.message}")
     if problems:
         return 1
-    print(f"{args.file}: workflow {workflow.name!r} passes lint ({len(workflow.steps)} steps)")
+    count = len(workflow.steps)
+    print(f"{args.file}: workflow {workflow.name!r} passes lint ({count} step{'s' * (count != 1)})")
     return 0
 
 
