@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
 
 from assay.examples.outpost import APPLICATION
 from assay.workflow.examples import COMPETITOR_INPUT
-from http_daemon import serving
+from http_daemon import serving, spawn_daemon
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "workflows"
 
 pytestmark = pytest.mark.anyio
 
@@ -58,3 +61,19 @@ async def test_only_workflows_the_daemon_was_given_run_by_name(
     assert detail.startswith("no run 'no-such-run' in the ledger at ")
     assert detail.endswith("; GET /v1/runs lists the runs in the ledger")
     assert "assay runs" not in detail  # the CLI's hint is the CLI's
+
+
+def test_a_workflow_file_given_to_the_daemon_takes_the_place_of_the_built_in_one() -> None:
+    """examples/workflows/competitor_deep_dive.yaml has two steps; the built-in workflow of
+    that name is its first step alone, and used to shadow the file the operator gave."""
+    with spawn_daemon(["--ledger", "memory:", "--workflows", str(EXAMPLES)]) as daemon:
+        started = httpx.post(
+            f"{daemon.url}/v1/workflows/competitor_deep_dive/runs",
+            json={"input": COMPETITOR_INPUT},
+            timeout=60,
+        )
+    assert started.status_code == 200, started.text
+    run = started.json()
+    assert run["status"] == "completed"
+    assert list(run["committed"]) == ["select_hypotheses", "write_brief"]
+    assert run["source"] == str(EXAMPLES / "competitor_deep_dive.yaml")

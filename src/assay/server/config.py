@@ -55,7 +55,8 @@ class ServerConfig:
     tokens: tuple[Token, ...] = field(default=(), repr=False)
     log_level: str = "info"
     workflows: tuple[str, ...] = ()
-    """Directories of NAME.yaml workflows the daemon runs by name, beside the built-in one."""
+    """Directories of NAME.yaml workflows the daemon runs by name, beside the built-in one
+    (which a file of its name takes the place of)."""
     redact: tuple[str, ...] = ()
     """Key patterns withheld from every answer, narrative, diff, ledger entry and log line,
     beside the application's own."""

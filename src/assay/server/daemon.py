@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import uvicorn
 
@@ -25,7 +25,7 @@ from assay.server.app import create_app
 from assay.server.config import ServerConfig
 from assay.workflow.definition import Workflow
 from assay.workflow.examples import COMPETITOR_DEEP_DIVE
-from assay.workflow.service import Workflows
+from assay.workflow.service import Workflows, workflow_file
 
 logger = logging.getLogger("assay.server")
 
@@ -48,7 +48,7 @@ async def run(config: ServerConfig, *, ready: Callable[[str], None] | None = Non
                 workflows = Workflows(
                     ledger,
                     directories=config.workflows,
-                    workflows=[Workflow.from_mapping(COMPETITOR_DEEP_DIVE)],
+                    workflows=_built_in(config.workflows),
                     session=host.session(None),
                 )
                 app = create_app(
@@ -121,3 +121,10 @@ async def _announce(
     )
     if ready is not None:
         ready(url)
+
+
+def _built_in(directories: Sequence[str]) -> list[Workflow]:
+    """The built-in workflow, unless a ``NAME.yaml`` of the same name in one of the
+    operator's ``directories`` takes its place (a registered workflow would shadow it)."""
+    built_in = Workflow.from_mapping(COMPETITOR_DEEP_DIVE)
+    return [] if workflow_file(built_in.name, directories) is not None else [built_in]

@@ -99,6 +99,16 @@ class Workflows:
         return self.load(record.workflow)
 
 
+def workflow_file(name: str, directories: Iterable[str | Path]) -> Path | None:
+    """The first ``NAME.yaml`` (or ``.yml``) for ``name`` in ``directories``, if any."""
+    for directory in directories:
+        for suffix in (".yaml", ".yml"):
+            candidate = Path(directory) / f"{name}{suffix}"
+            if candidate.is_file():
+                return candidate
+    return None
+
+
 def find_workflow(
     reference: str,
     *,
@@ -111,11 +121,9 @@ def find_workflow(
     if known and reference in known:
         return known[reference]
     directories = tuple(directories)
-    for directory in directories:
-        for suffix in (".yaml", ".yml"):
-            candidate = directory / f"{reference}{suffix}"
-            if candidate.is_file():
-                return load_workflow(candidate)
+    found = workflow_file(reference, directories)
+    if found is not None:
+        return load_workflow(found)
     if ":" in reference or Path(reference).exists() or reference.endswith((".yaml", ".yml")):
         return load_workflow(reference)
     looked = ["not registered"] if known else []
