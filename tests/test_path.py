@@ -17,7 +17,6 @@ from assay.expr.path import (
     array_index,
     format_path,
     parse_path,
-    read_member_path,
     read_path,
 )
 from strategies import json_states
@@ -284,13 +283,13 @@ def _state_and_segments(draw: st.DrawFn) -> tuple[dict[str, Any], tuple[str, ...
         if isinstance(value, str) and array_index(segment) is not None:
             break  # a string's index is read by an expression, but never named as a key
         segments.append(segment)
-        value = read_member_path(state, segments).value
+        value = read_path(state, segments, lengths=True).value
     return state, tuple(segments)
 
 
 @settings(max_examples=300)
 @given(_state_and_segments())
-def test_read_member_path_reads_what_the_expression_reads(
+def test_read_path_with_lengths_reads_what_the_expression_reads(
     case: tuple[dict[str, Any], tuple[str, ...]],
 ) -> None:
     """The value a narrative names for a key is the value the expression read there (the
@@ -298,7 +297,7 @@ def test_read_member_path_reads_what_the_expression_reads(
     state, segments = case
     source = segments[0] + "".join(f"?.[{json.dumps(segment)}]" for segment in segments[1:])
     evaluated = assay.compile_expression(source).evaluate(state)
-    read = read_member_path(state, segments)
+    read = read_path(state, segments, lengths=True)
     if evaluated is assay.UNDEFINED:
         assert not read.found, (source, state)
     else:

@@ -273,38 +273,21 @@ class PathRead(NamedTuple):
         return f"{path} is missing ({why})"
 
 
-def read_path(state: Any, segments: Sequence[str]) -> PathRead:
-    """Follow ``segments`` from ``state`` through objects and arrays; never raises."""
+def read_path(state: Any, segments: Sequence[str], *, lengths: bool = False) -> PathRead:
+    """Follow ``segments`` from ``state`` through objects and arrays; never raises.
+
+    With ``lengths``, as an expression reads them: an array's or a string's ``length`` is
+    read too, as in JavaScript (a string's in UTF-16 code units), so ``a.b.length`` is 2 when
+    ``a.b`` is ``[1, 2]``. A state path names keys and indices only.
+    """
     value = state
     for depth, segment in enumerate(segments):
         if type(value) is dict or isinstance(value, Mapping):
             child = value.get(segment, MISSING)
         elif isinstance(value, list | tuple) and (index := array_index(segment)) is not None:
             child = value[index] if index < len(value) else MISSING
-        else:
-            child = MISSING
-        if child is MISSING:
-            return PathRead(tuple(segments), MISSING, depth, value)
-        value = child
-    return PathRead(tuple(segments), value, len(segments))
-
-
-def read_member_path(state: Any, segments: Sequence[str]) -> PathRead:
-    """Follow ``segments`` as an expression reads them: as ``read_path`` does, and also, as
-    in JavaScript, an array's or a string's ``length`` (a string's in UTF-16 code units);
-    never raises. ``a.b.length`` is 2 when ``a.b`` is ``[1, 2]``."""
-    value = state
-    for depth, segment in enumerate(segments):
-        if type(value) is dict or isinstance(value, Mapping):
-            child = value.get(segment, MISSING)
-        elif isinstance(value, list | tuple):
-            index = array_index(segment)
-            if index is not None:
-                child = value[index] if index < len(value) else MISSING
-            else:
-                child = len(value) if segment == "length" else MISSING
-        elif isinstance(value, str) and segment == "length":
-            child = utf16_length(value)
+        elif lengths and segment == "length" and isinstance(value, list | tuple | str):
+            child = utf16_length(value) if isinstance(value, str) else len(value)
         else:
             child = MISSING
         if child is MISSING:

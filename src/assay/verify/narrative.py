@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from assay.expr.filter_operators import json_equal
-from assay.expr.path import MISSING, PathRead, parse_path, read_member_path
+from assay.expr.path import MISSING, PathRead, parse_path, read_path
 from assay.expr.predicate import Check
 from assay.redaction import REDACTED, Redaction
 from assay.state.snapshot import FieldChange
@@ -91,11 +91,11 @@ class _Read:
         self.key = key
         self.segments = parse_path(key)
         self.redaction = observation.redaction
-        self.before = read_member_path(observation.before, self.segments)
+        self.before = read_path(observation.before, self.segments, lengths=True)
         if observation.after is observation.before:
             self.after, self.changed = self.before, False
         else:
-            self.after = read_member_path(observation.after, self.segments)
+            self.after = read_path(observation.after, self.segments, lengths=True)
             self.changed = not _same(self.before, self.after)
 
     def render(self, read: PathRead) -> str:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from assay.errors import ContractError
 from assay.expr import Check
-from assay.expr.path import MISSING, parse_path, read_member_path
+from assay.expr.path import MISSING, parse_path, read_path
 from assay.workflow.criterion import Criterion
 from assay.workflow.verdict import CriterionResult, Verdict
 
@@ -150,7 +150,7 @@ def seen(scope: Mapping[str, Any], keys: Sequence[str]) -> str:
     shown = []
     for key in keys:
         try:
-            found = read_member_path(scope, parse_path(key)).value
+            found = read_path(scope, parse_path(key), lengths=True).value
         except ContractError:
             continue
         shown.append(f"{key} = {'undefined' if found is MISSING else _short(found)}")
