@@ -29,26 +29,25 @@ def assay(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[st
     )
 
 
+def _one_step(directory: Path, name: str, criterion: str) -> Path:
+    path = directory / f"{name}.yaml"
+    path.write_text(
+        f"workflow: {name}\nsteps:\n  - id: a\n    executor: json:dumps\n"
+        f"    empty_output: {{items: []}}\n    verify: {{criteria: ['{criterion}']}}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
 def test_lint_exits_0_when_clean_1_with_problems_2_when_unreadable(tmp_path: Path) -> None:
     clean = assay("lint", str(EXAMPLE))
     assert clean.returncode == 0, clean.stderr
     assert "workflow 'competitor_deep_dive' passes lint (2 steps)" in clean.stdout
-    single = tmp_path / "single.yaml"
-    single.write_text(
-        "workflow: single\nsteps:\n  - id: a\n    executor: json:dumps\n"
-        "    empty_output: {items: []}\n    verify: {criteria: ['output.items.length >= 0']}\n",
-        encoding="utf-8",
-    )
+    single = _one_step(tmp_path, "single", "output.items.length >= 0")
     one = assay("lint", str(single))
     assert one.stdout == f"{single}: workflow 'single' passes lint (1 step)\n", one.stderr
 
-    bad = tmp_path / "bad.yaml"
-    bad.write_text(
-        "workflow: bad\nsteps:\n  - id: a\n    executor: json:dumps\n"
-        "    empty_output: {items: []}\n    verify: {criteria: ['output.items.length > 0']}\n",
-        encoding="utf-8",
-    )
-    found = assay("lint", str(bad))
+    found = assay("lint", str(_one_step(tmp_path, "bad", "output.items.length > 0")))
     assert found.returncode == 1
     assert "[zero-case] step 'a': criterion `output.items.length > 0` fails" in found.stdout
 
