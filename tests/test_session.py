@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import pytest
 
 from assay.clock import VirtualClock
-from assay.errors import GraphError
+from assay.errors import GraphError, SessionError
 from assay.graph import Session, build_navigation_graph
 
 T = TypeVar("T")
@@ -403,6 +403,23 @@ def test_a_missing_argument_is_refused_before_anything_runs() -> None:
         refused.error
         == "desk.cancel needs the argument order_id (used in its writes or verify contract)"
     )
+
+
+def test_a_fire_outside_a_running_event_loop_is_refused_before_anything_is_done() -> None:
+    from assay.ledger import Ledger, MemoryBackend
+
+    ledger = Ledger(MemoryBackend())
+    calls: list[dict[str, Any]] = []
+    s = GRAPH.create_session(node="workspace", state=BASE, evidence=ledger)
+    s.register_actions("workspace", handlers={"send": calls.append})
+    with pytest.raises(SessionError) as raised:
+        s.fire("workspace.send")
+    assert str(raised.value) == (
+        "Session.fire needs a running asyncio event loop, where the fire settles and is "
+        "verified; call it from async code, such as a coroutine run by asyncio.run"
+    )
+    # Nothing ran, nothing was recorded, and the single-flight action is free.
+    assert (calls, ledger.size, s.flights) == ([], 0, {})
 
 
 HALF_PAIR = (

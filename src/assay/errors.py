@@ -14,6 +14,7 @@ resembles, so callers can catch either::
     ├── ProbeConfigError(ValueError)                a probe was configured wrongly
     ├── GraphError(ValueError)                      a navigation graph declaration is invalid
     ├── TransitionError(RuntimeError)               an illegal move in a transition's life
+    ├── SessionError(RuntimeError)                  a session was used where it cannot run
     ├── ProofError(ValueError)                      a Merkle proof was rejected or cannot be made
     ├── CheckpointError(ValueError)                 a signed tree head failed verification
     ├── SigningKeyError(ValueError)                 a signing or public key could not be loaded
@@ -160,6 +161,11 @@ class GraphError(AssayError, ValueError):
 
 class TransitionError(AssayError, RuntimeError):
     """An illegal move in a transition's lifecycle (a bug in the caller, never data)."""
+
+
+class SessionError(AssayError, RuntimeError):
+    """A session was used where it cannot run (a fire outside a running event loop); nothing
+    was done."""
 
 
 class ProofError(AssayError, ValueError):

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from assay.clock import SYSTEM_CLOCK, Clock
-from assay.errors import ContractError, LedgerEntryError
+from assay.errors import ContractError, LedgerEntryError, SessionError
 from assay.expr import compile_expression
 from assay.expr.contract import Contract, compile_contract
 from assay.expr.path import parse_path
@@ -142,7 +142,16 @@ class Session:
         verify_expression: str | None = None,
         verify_timeout_ms: int | None = None,
     ) -> FireResult:
-        """Fire an action; returns at once with the fire-time result."""
+        """Fire an action; returns at once with the fire-time result. Call it on a running
+        event loop, where its settlement and verification run: ``SessionError`` otherwise,
+        before anything is done."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            raise SessionError(
+                "Session.fire needs a running asyncio event loop, where the fire settles and "
+                "is verified; call it from async code, such as a coroutine run by asyncio.run"
+            ) from None
         args = dict(args or {})
         spec = self.graph.action(action_id)
         if spec is None:
