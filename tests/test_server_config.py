@@ -113,7 +113,7 @@ def test_the_body_limit_comes_from_a_flag_the_environment_or_the_file(tmp_path: 
         load_config({}, {}, file)
 
 
-def assay(*arguments: str) -> subprocess.CompletedProcess[str]:
+def assay(*arguments: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """``assay ARGUMENTS`` run to its end (it should refuse to start), with its output."""
     return subprocess.run(
         [sys.executable, "-m", "assay", *arguments],
@@ -121,6 +121,7 @@ def assay(*arguments: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=60,
         check=False,
+        cwd=cwd,
     )
 
 
@@ -131,10 +132,13 @@ def test_the_command_refuses_an_open_public_bind_with_exit_2() -> None:
 
 
 @pytest.mark.parametrize("command", [["serve"], ["mcp", "--transport", "http"]])
-def test_a_port_in_use_is_refused_with_exit_2_and_no_traceback(command: list[str]) -> None:
+def test_a_port_in_use_is_refused_with_exit_2_and_no_traceback(
+    command: list[str], tmp_path: Path
+) -> None:
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
-        done = assay(*command, "--port", str(port), "--ledger", "memory:")
+        done = assay(*command, "--port", str(port), cwd=tmp_path)
+    assert list(tmp_path.iterdir()) == []  # refused before the default ledger was opened
     assert done.returncode == 2
     assert f"cannot listen on 127.0.0.1:{port}: another program listens there; choose " in (
         done.stderr
@@ -143,8 +147,9 @@ def test_a_port_in_use_is_refused_with_exit_2_and_no_traceback(command: list[str
     assert "ERROR" not in done.stderr
 
 
-def test_a_port_beyond_65535_is_refused_with_exit_2() -> None:
-    done = assay("mcp", "--transport", "http", "--port", "70000")
+def test_a_port_beyond_65535_is_refused_with_exit_2(tmp_path: Path) -> None:
+    done = assay("mcp", "--transport", "http", "--port", "70000", cwd=tmp_path)
+    assert list(tmp_path.iterdir()) == []  # refused before the default ledger was opened
     assert done.returncode == 2
     assert done.stderr == (
         "assay mcp: error: the MCP endpoint server cannot listen on port 70000: a port is 0 to "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,8 @@ from assay.errors import AssayError
 from assay.host.defaults import DEFAULT_APPLICATION
 
 if TYPE_CHECKING:
+    import socket
+
     from assay.host import Application
     from assay.ledger import Ledger
 
@@ -48,21 +51,31 @@ def register(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     # The SDK and the host load only when the command runs, so `assay --help` stays quick.
     from assay.host import load_application
+    from assay.host.loopback import listen
     from assay.ledger import open_ledger
     from assay.mcp.http import require_loopback
 
     try:
-        require_loopback(args.host)
-        application = load_application(args.app)
-        with open_ledger(args.ledger) as ledger:
-            asyncio.run(_serve(application, ledger, args))
+        listener = None
+        if args.transport == "http":  # an address it cannot listen on is refused first
+            require_loopback(args.host)
+            listener = listen(args.host, args.port, name="MCP endpoint server")
+        with listener or contextlib.nullcontext():
+            application = load_application(args.app)
+            with open_ledger(args.ledger) as ledger:
+                asyncio.run(_serve(application, ledger, args, listener))
     except AssayError as error:
         print(f"assay mcp: error: {error}", file=sys.stderr)
         return 2
     return 0
 
 
-async def _serve(application: Application, ledger: Ledger, args: argparse.Namespace) -> None:
+async def _serve(
+    application: Application,
+    ledger: Ledger,
+    args: argparse.Namespace,
+    listener: socket.socket | None,
+) -> None:
     from assay.host import Host
     from assay.host.collector import prepare_to_serve
     from assay.mcp import build_server
@@ -75,7 +88,9 @@ async def _serve(application: Application, ledger: Ledger, args: argparse.Namesp
         if args.transport == "stdio":
             await serve_stdio(server)
             return
-        async with StreamableHttpEndpoint(server, host=args.host, port=args.port) as endpoint:
+        async with StreamableHttpEndpoint(
+            server, host=args.host, port=args.port, listener=listener
+        ) as endpoint:
             print(
                 f"assay mcp: serving {application.graph.app} at {endpoint.url}",
                 file=sys.stderr,

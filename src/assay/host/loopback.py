@@ -72,7 +72,9 @@ class _EmbeddedServer(uvicorn.Server):
 class LoopbackServer:
     """Serve ``app`` on ``host`` (loopback; a free port unless given) until ``stop``.
 
-    ``lifespan`` runs the app's startup and shutdown (an MCP endpoint needs them).
+    ``lifespan`` runs the app's startup and shutdown (an MCP endpoint needs them). A
+    ``listener`` already bound (``listen``) is served instead of binding ``host:port`` at
+    ``start``: a program binds first to refuse an address before it opens anything else.
     """
 
     def __init__(
@@ -83,6 +85,7 @@ class LoopbackServer:
         port: int = 0,
         name: str = "application",
         lifespan: bool = False,
+        listener: socket.socket | None = None,
     ) -> None:
         config = uvicorn.Config(
             app,
@@ -97,6 +100,7 @@ class LoopbackServer:
         self._host = host
         self._port = port
         self._server = _EmbeddedServer(config)
+        self._listener = listener
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -111,7 +115,7 @@ class LoopbackServer:
 
     async def start(self) -> None:
         """Start serving; returns once the socket listens (``ApplicationError`` if it cannot)."""
-        listener = listen(self._host, self._port, name=f"{self.name} server")
+        listener = self._listener or listen(self._host, self._port, name=f"{self.name} server")
         self._task = asyncio.get_running_loop().create_task(self._server.serve([listener]))
         while not self._server.started:
             if self._task.done():

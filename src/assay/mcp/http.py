@@ -6,6 +6,7 @@ daemon does without tokens: a non-loopback host is refused before anything liste
 
 from __future__ import annotations
 
+import socket
 from typing import Final
 
 from mcp.server import MCPServer
@@ -32,10 +33,19 @@ class StreamableHttpEndpoint(LoopbackServer):
     """Serve ``server`` at ``http://HOST:PORT/mcp`` (a free port unless given) until stopped;
     ``host`` must be a loopback address (``require_loopback``)."""
 
-    def __init__(self, server: MCPServer, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        server: MCPServer,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        listener: socket.socket | None = None,
+    ) -> None:
         require_loopback(host)
         app = server.streamable_http_app(streamable_http_path=PATH, host=host)
-        super().__init__(app, host=host, port=port, name="MCP endpoint", lifespan=True)
+        super().__init__(
+            app, host=host, port=port, name="MCP endpoint", lifespan=True, listener=listener
+        )
 
     @property
     def url(self) -> str:
