@@ -46,6 +46,17 @@ def test_a_long_line_is_shown_around_the_caret_only() -> None:
     assert error.text == source  # SyntaxError's own field keeps the whole line
 
 
+def test_half_a_surrogate_pair_is_shown_as_its_escape_so_the_error_can_be_printed() -> None:
+    error = syntax_error('a === "x\ud800y" +')
+    assert str(error) == (
+        'unexpected end of the expression at position 13\na === "x\\ud800y" +\n                  ^'
+    )
+    str(error).encode()  # printable: it would raise UnicodeEncodeError with the half pair
+    assert (error.text, error.offset) == ('a === "x\\ud800y" +', 19)
+    lone = syntax_error("ab\udc80")
+    assert str(lone) == "unexpected character '\\udc80' at position 2\nab\\udc80\n  ^"
+
+
 @pytest.mark.parametrize(
     ("source", "reason", "position"),
     [

@@ -37,6 +37,8 @@ Errors carry the pieces of their message as attributes, so programs need not par
 
 from __future__ import annotations
 
+import re
+
 
 class AssayError(Exception):
     """Base of every error assay raises on purpose."""
@@ -71,18 +73,35 @@ class ExpressionSyntaxError(ExpressionError, SyntaxError):
         shown_end = min(line_end, position + self.CARET_AFTER)
         before = "…" if shown_start > line_start else ""
         after = "…" if shown_end < line_end else ""
-        shown = f"{before}{source[shown_start:shown_end]}{after}"
-        self.caret = f"{shown}\n{' ' * (len(before) + position - shown_start)}^"
-        message = f"{reason} at position {position}\n{self.caret}"
+        # Half of a surrogate pair is shown as its escape: text holding one cannot be printed.
+        head = escape_surrogates(source[shown_start:position])
+        shown = f"{before}{head}{escape_surrogates(source[position:shown_end])}{after}"
+        self.caret = f"{shown}\n{' ' * (len(before) + len(head))}^"
+        message = f"{escape_surrogates(reason)} at position {position}\n{self.caret}"
         super().__init__(message)
         # SyntaxError's own fields, so tracebacks and tools render it natively.
         self.msg = message
-        self.offset = column + 1
+        self.offset = len(escape_surrogates(line[:column])) + 1
         self.lineno = source.count("\n", 0, position) + 1
-        self.text = line
+        self.text = escape_surrogates(line)
 
     def __str__(self) -> str:
         return self.msg
+
+
+HALF_PAIR = re.compile("[\ud800-\udfff]")
+"""A surrogate code point: in a ``str``, always half of a pair (a whole pair is one
+character), as Python's ``json`` reads the escape ``"\\ud800"``; no UTF-8 text holds it."""
+
+
+def escape_surrogates(text: str) -> str:
+    """``text`` with each half of a surrogate pair written as its ``\\uXXXX`` escape: what
+    errors and evidence do with text they did not choose (an expression's source, an
+    exception's message holding a file name's undecodable bytes), which could not be printed
+    or written as JSON otherwise."""
+    if text.isascii() or HALF_PAIR.search(text) is None:
+        return text
+    return HALF_PAIR.sub(lambda half: f"\\u{ord(half.group()):04x}", text)
 
 
 class ExpressionEvaluationError(ExpressionError, TypeError):

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from assay.clock import SYSTEM_CLOCK, Clock
-from assay.errors import ContractError, LedgerEntryError, SessionError
+from assay.errors import ContractError, LedgerEntryError, SessionError, escape_surrogates
 from assay.expr import compile_expression
 from assay.expr.contract import Contract, compile_contract
 from assay.expr.path import parse_path
@@ -36,7 +36,6 @@ from assay.graph.transition import Phase, Transition
 from assay.redaction import Redaction
 from assay.state.canonical import (
     HALF_SURROGATE_PAIR,
-    escape_surrogates,
     exact_json_object,
     holds_half_surrogate_pair,
 )

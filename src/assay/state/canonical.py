@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from assay.errors import ContractError, StateError
+from assay.errors import HALF_PAIR, ContractError, StateError
 from assay.expr.filter_operators import json_equal
 from assay.expr.path import MISSING, format_path, parse_path
 
@@ -34,9 +33,6 @@ _PLAIN_TYPES: Final = (bool, type(None))
 _MAX_SAFE: Final = 2**53
 _MAX_EXACT: Final = 2**53 - 1
 """The largest integer RFC 8785 writes: beyond it, a double no longer holds every integer."""
-_HALF_PAIR: Final = re.compile("[\ud800-\udfff]")
-"""A surrogate code point: in a ``str``, always half of a pair (a whole pair is one
-character), as Python's ``json`` reads the escape ``"\\ud800"``; no UTF-8 text holds it."""
 _HALF_PAIR_PROBLEM: Final = (
     "a string holds half of a surrogate pair, such as \\ud800 alone, which is not Unicode text"
 )
@@ -146,15 +142,6 @@ def _copy(value: Any, depth: int, exact: bool) -> Any:
     )
 
 
-def escape_surrogates(text: str) -> str:
-    """``text`` with each half of a surrogate pair written as its ``\\uXXXX`` escape: what
-    evidence does with text it did not choose (an exception's message holding a file name's
-    undecodable bytes), which JSON and the ledger could not carry otherwise."""
-    if text.isascii() or _HALF_PAIR.search(text) is None:
-        return text
-    return _HALF_PAIR.sub(lambda half: f"\\u{ord(half.group()):04x}", text)
-
-
 def _double(number: int) -> float:
     try:
         return float(number)
@@ -179,12 +166,12 @@ def holds_half_surrogate_pair(value: Any) -> bool:
     Python's ``json`` reads the escape ``"\\ud800"`` (which ``JSON.stringify`` writes for a
     broken string): text no UTF-8 answer can carry, so every port refuses it."""
     if type(value) is str:
-        return not value.isascii() and _HALF_PAIR.search(value) is not None
-    return _HALF_PAIR.search(json.dumps(value, ensure_ascii=False, default=repr)) is not None
+        return not value.isascii() and HALF_PAIR.search(value) is not None
+    return HALF_PAIR.search(json.dumps(value, ensure_ascii=False, default=repr)) is not None
 
 
 def _text(text: str) -> str:
-    if _HALF_PAIR.search(text) is None:
+    if HALF_PAIR.search(text) is None:
         return text
     raise _RejectedError(_HALF_PAIR_PROBLEM, _HALF_PAIR_INSTEAD)
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from assay.clock import SYSTEM_CLOCK, Clock
-from assay.errors import StateError, WorkflowError
+from assay.errors import StateError, WorkflowError, escape_surrogates
 from assay.ledger import Ledger
-from assay.state.canonical import canonical_value, escape_surrogates
+from assay.state.canonical import canonical_value
 from assay.workflow.budget import Budget, Exhaustion, Limits, Meter, step_budget
 from assay.workflow.context import Plan, StepContext, StepResult
 from assay.workflow.definition import ModelSettings, Rung, Step, Workflow

@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from assay.errors import ModelError
-from assay.state.canonical import escape_surrogates
+from assay.errors import ModelError, escape_surrogates
 from assay.workflow.chat import ChatModel, chat_model
 from assay.workflow.definition import ModelSettings, Step
 from assay.workflow.verdict import CriterionResult, Verdict
