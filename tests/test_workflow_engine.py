@@ -119,6 +119,25 @@ def test_a_model_rung_hands_the_model_name_to_the_executor() -> None:
     assert [c.model for c in executor.calls] == [None, "bigger"]
 
 
+@pytest.mark.parametrize(
+    ("attempts", "spent"),
+    [(1, "the step's one attempt is spent"), (2, "the step's 2 attempts are spent")],
+)
+def test_a_step_whose_attempts_are_spent_parks_saying_how_many(attempts: int, spent: str) -> None:
+    executor = Recorder([BAD] * 4)
+    step = step_of("s", executor, escalation=["fresh_attempt", "fresh_attempt"])
+    budget = {"attempts": attempts, "iterations_per_attempt": 1}
+    engine = Engine(workflow_of(step, budget=budget), memory_ledger())
+
+    parked = engine.start({})
+
+    assert parked.status is RunStatus.PARKED
+    assert parked.park is not None
+    assert parked.park.reason == (
+        f"the attempt {attempts} budget's iterations ran out (1 of 1), and {spent}"
+    )
+
+
 def test_the_human_rung_parks_and_a_resume_takes_the_run_up_with_the_persons_input() -> None:
     executor = Recorder([BAD, BAD, GOOD])
     before = Recorder([GOOD])

@@ -217,7 +217,8 @@ class Engine:
             if result.scope != meter.scope:
                 return result.reason
             if attempt >= most:
-                return f"{result.reason}, and the step's {attempt} attempts are spent"
+                spent = "one attempt is" if attempt == 1 else f"{attempt} attempts are"
+                return f"{result.reason}, and the step's {spent} spent"
             if not ladder:
                 return f"{result.reason}, and the escalation ladder is exhausted"
             rung = ladder.pop(0)
