@@ -282,6 +282,28 @@ async def test_sessions_open_list_describe_and_close(client: httpx.AsyncClient) 
     _problem(await client.post("/v1/sessions", json={"node": "attic"}), 400, "bad-request")
 
 
+async def test_closing_a_session_settles_its_pending_fires_in_the_ledger(
+    client: httpx.AsyncClient,
+) -> None:
+    session = (await client.post("/v1/sessions")).json()["id"]
+    # Marking all read silently does nothing in the outpost: it stays pending for seconds.
+    fired = await client.post(
+        "/v1/actions", json={"action": "inbox.mark-all-read", "session": session, "wait_ms": 0}
+    )
+    assert fired.json()["answer"] == "pending"
+    closed = await client.delete(f"/v1/sessions/{session}")
+    assert (closed.status_code, closed.json()["pending"]) == (200, 1)  # as it was when closed
+
+    entries = (await client.get("/v1/ledger/entries", params={"session": session})).json()
+    assert [e["kind"] for e in entries] == ["fire", "settlement"]
+    settled = entries[1]["body"]
+    assert settled["answer"] == "unobservable"
+    assert settled["error"].startswith(
+        "the session was closed while it waited on the verify contract "
+        '{"inbox.unread":{"eq":0}} to hold ('
+    )
+
+
 async def test_state_selects_keys_and_reports_merge(client: httpx.AsyncClient) -> None:
     state = await client.get("/v1/state", params={"keys": ["inbox.unread", "drone.mode"]})
     body = state.json()

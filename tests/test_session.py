@@ -550,9 +550,15 @@ def test_an_async_handler_that_ends_cancelled_fails_at_once_saying_so() -> None:
     assert answer.error == "the handler was cancelled before it finished (CancelledError)"
 
 
-def test_closing_a_session_cancels_its_handlers_without_recording_them_as_failed() -> None:
+def test_closing_a_session_settles_what_is_pending_as_unobservable_saying_so() -> None:
+    """Its handlers are cancelled, not failed; what was pending settles as unobservable, in
+    the ledger too, instead of staying a fire that never settles."""
+    from assay.ledger import Ledger, MemoryBackend
+
+    ledger = Ledger(MemoryBackend())
+
     async def main(clock: VirtualClock) -> Any:
-        s = session(clock, {})
+        s = GRAPH.create_session(node="workspace", state=BASE, clock=clock, evidence=ledger)
         started = asyncio.Event()
 
         async def send(args: dict[str, Any]) -> None:
@@ -562,11 +568,20 @@ def test_closing_a_session_cancels_its_handlers_without_recording_them_as_failed
         s.register_actions("workspace", handlers={"send": send})
         fired = s.fire("workspace.send")
         await started.wait()
+        await clock.advance(0.25)
         await s.close()
-        return s.did_it_work(fired.transition_id or "")
+        return s.did_it_work(fired.transition_id or ""), s.flights
 
-    answer = run(main)
-    assert answer.answer == "pending"
+    answer, flights = run(main)
+    closed = (
+        "the session was closed while it waited on the verify contract inbox.sent_count > 0 "
+        "to hold (250 ms); nothing settled it, and nothing more of it is observed"
+    )
+    assert (answer.answer, answer.error, answer.why) == ("unobservable", closed, closed)
+    assert flights == {}  # the single-flight action is free again
+    fire, settlement = ledger.query()
+    assert (fire.kind, settlement.kind) == ("fire", "settlement")
+    assert (settlement.body["answer"], settlement.body["error"]) == ("unobservable", closed)
 
 
 def test_writes_only_action_answers_byte_identically_whether_or_not_it_already_holds() -> None:

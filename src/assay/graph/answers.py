@@ -118,7 +118,9 @@ def _why(transition: Transition, waiting_on: str | None) -> str:
             return transition.outcome.narrative
         return "A state report established the declared change."
     if phase is Phase.UNOBSERVABLE:
-        return "The handler finished, and no change to the declared keys was observed."
+        return transition.error or (
+            "The handler finished, and no change to the declared keys was observed."
+        )
     if phase is Phase.FAILED:
         return transition.error or "It failed."
     if phase is Phase.REFUSED:

@@ -15,13 +15,20 @@ A handler that raises is a failure on every path. Elapsed time never settles any
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from assay.clock import SYSTEM_CLOCK, Clock
-from assay.errors import ContractError, LedgerEntryError, SessionError, escape_surrogates
+from assay.errors import (
+    ContractError,
+    LedgerEntryError,
+    LedgerError,
+    SessionError,
+    escape_surrogates,
+)
 from assay.expr import compile_expression
 from assay.expr.contract import Contract, compile_contract
 from assay.expr.path import parse_path
@@ -523,11 +530,27 @@ class Session:
         return journey
 
     async def close(self) -> None:
-        """Cancel background work (verifications, async handlers) and stop listening."""
+        """Cancel background work (verifications, async handlers) and stop listening.
+
+        A transition still pending settles as ``unobservable``, its error saying what it was
+        waiting on when the session closed: nothing more will be observed of it, and the
+        ledger records that rather than a fire that never settles.
+        """
         self._subscription.cancel()
         for task in list(self.tasks):
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
+        for transition in list(self.transitions.values()):
+            if transition.phase.terminal:
+                continue
+            answer = self.did_it_work(transition.id)
+            transition.error = (
+                f"the session was closed while it waited on {answer.waiting_on} "
+                f"({answer.pending_for_ms} ms); nothing settled it, and nothing more of it "
+                "is observed"
+            )
+            with contextlib.suppress(LedgerError):  # evidence that stopped takes no more
+                self._finish(transition, Phase.UNOBSERVABLE)
 
 
 def _article(word: str) -> str:

@@ -161,12 +161,14 @@ class Host:
         return session
 
     async def close_session(self, session_id: str) -> None:
-        """Close a session; its transitions stay in the ledger."""
+        """Close a session; its transitions stay in the ledger, those still pending settled
+        as unobservable (``Session.close``), durably before this returns."""
         session = self.session(session_id)
         if session.id == self.default_session:
             raise RequestError("the default session cannot be closed", field="session")
         del self.sessions[session.id]
         await session.close()
+        await self.evidence.durable()
 
     def describe(self, session: Session) -> SessionInfo:
         """Where ``session`` is and what it has fired."""
