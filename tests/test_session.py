@@ -324,6 +324,34 @@ def test_journey_counts_settled_steps() -> None:
 
 
 @pytest.mark.parametrize(
+    ("steps", "error", "message"),
+    [
+        (
+            ["workspace.open-billing", "billing.refund"],
+            ValueError,
+            "the journey 'j': no action is called 'billing.refund', so it could never be done; "
+            "steps are page.action ids of the graph",
+        ),
+        (
+            "workspace.open-billing",
+            TypeError,
+            "the journey 'j': steps must be a list of action ids, not the string "
+            "'workspace.open-billing'",
+        ),
+        ([], ValueError, "the journey 'j' has no steps"),
+    ],
+)
+def test_a_journey_that_could_never_be_done_is_refused(
+    steps: Any, error: type[Exception], message: str
+) -> None:
+    s = GRAPH.create_session(node="workspace", state=BASE)
+    with pytest.raises(error) as raised:
+        s.start_journey("j", steps)
+    assert str(raised.value) == message
+    assert s.journeys == {}
+
+
+@pytest.mark.parametrize(
     ("pages", "message"),
     [
         ({"p": {"actions": {"a": {"does": "x", "verify": {"k": {"eqq": 1}}}}}}, "p.a: verify: "),

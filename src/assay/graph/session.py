@@ -524,8 +524,21 @@ class Session:
         return self.result(transition)
 
     def start_journey(self, name: str, steps: Iterable[str]) -> Journey:
-        """Track a named sequence of actions toward a goal."""
-        journey = Journey(name, tuple(steps))
+        """Track a named sequence of actions (``page.action`` ids) toward a goal; ``ValueError``
+        naming the first step that is not an action of the graph, which could never be done."""
+        if isinstance(steps, str):
+            raise TypeError(
+                f"the journey {name!r}: steps must be a list of action ids, not the string "
+                f"{steps!r}"
+            )
+        steps = tuple(steps)
+        for step in steps:
+            if not isinstance(step, str) or self.graph.action(step) is None:
+                raise ValueError(
+                    f"the journey {name!r}: no action is called {step!r}, so it could never be "
+                    "done; steps are page.action ids of the graph"
+                )
+        journey = Journey(name, steps)
         self.journeys[name] = journey
         return journey
 
