@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 from mcp import Client
 
@@ -67,6 +68,74 @@ async def test_tools_answer_with_progress_over_streamable_http(
         assert unknown.is_error
     kinds = [(e.kind, e.transition) for e in host.ledger.query()]
     assert kinds == [("fire", "panel.arm#1"), ("settlement", "panel.arm#1")]
+
+
+HEADERS = {
+    "content-type": "application/json",
+    "accept": "application/json, text/event-stream",
+    "mcp-protocol-version": "2025-06-18",
+}
+
+
+async def test_a_body_that_is_not_a_valid_message_is_refused_with_400_naming_why(
+    endpoint: tuple[Host, str],
+) -> None:
+    _, url = endpoint
+    async with httpx.AsyncClient(headers=HEADERS, timeout=30) as http:
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        }
+        opened = await http.post(url, json=initialize)
+        assert opened.status_code == 200
+        http.headers["mcp-session-id"] = opened.headers["mcp-session-id"]
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await http.post(url, json=initialized)).status_code == 202
+
+        async def refusal(body: str) -> tuple[int, object, dict[str, object]]:
+            answer = await http.post(url, content=body)
+            assert answer.status_code == 400, answer.text
+            assert answer.headers["content-type"] == "application/json"
+            found = answer.json()
+            return found["error"]["code"], found["id"], found["error"]
+
+        # Read by the SDK as notifications, these were accepted (202) and never answered.
+        for sent, shown in (
+            ("true", "true"),
+            ("1.5", "1.5"),
+            ("null", "null"),
+            ('{"a":1}', '{"a": 1}'),
+        ):
+            code, answered_id, error = await refusal(
+                f'{{"jsonrpc":"2.0","id":{sent},"method":"ping"}}'
+            )
+            assert (code, answered_id) == (-32600, None)
+            assert error["message"] == (
+                f"invalid request: id: a request's id is a string or an integer, not {shown}"
+            )
+        # The SDK answered these with a dump of pydantic's errors, as "invalid params".
+        assert await refusal('{"jsonrpc":"2.0","id":6,"method":7}') == (
+            -32600,
+            6,
+            {"code": -32600, "message": "invalid request: method: Input should be a valid string"},
+        )
+        batch = await refusal('[{"jsonrpc":"2.0","id":4,"method":"ping"}]')
+        assert batch[2]["message"] == "invalid request: the message: Input should be an object"
+        code, _, error = await refusal("nope")
+        assert code == -32700
+        assert error["message"] == (
+            "invalid request: the body is not JSON (Expecting value: line 1 column 1 (char 0))"
+        )
+        # A valid request after all of that is served as before, its body replayed whole.
+        pinged = await http.post(url, json={"jsonrpc": "2.0", "id": 9, "method": "ping"})
+        assert pinged.status_code == 200
+        assert '"id":9,"result":{}' in pinged.text
 
 
 async def test_a_non_loopback_host_is_refused_before_anything_listens() -> None:

@@ -2,6 +2,11 @@
 
 The MCP port has no authentication of its own, so it binds to loopback only, as the HTTP
 daemon does without tokens: a non-loopback host is refused before anything listens.
+
+A posted body that is not a message the server can act on is answered with status 400 and
+the JSON-RPC error ``assay.mcp.messages`` words, as stdio answers the same line. The SDK's
+transport would answer some with a dump of pydantic's errors and read a request whose id is
+``true`` or ``1.5`` as a notification: accepted (202), and never answered.
 """
 
 from __future__ import annotations
@@ -10,9 +15,11 @@ import socket
 from typing import Final
 
 from mcp.server import MCPServer
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from assay.errors import RequestError
 from assay.host.loopback import LoopbackServer
+from assay.mcp.messages import Refusal, read_message
 
 LOOPBACK: Final = ("127.0.0.1", "localhost", "::1")
 PATH: Final = "/mcp"
@@ -44,10 +51,70 @@ class StreamableHttpEndpoint(LoopbackServer):
         require_loopback(host)
         app = server.streamable_http_app(streamable_http_path=PATH, host=host)
         super().__init__(
-            app, host=host, port=port, name="MCP endpoint", lifespan=True, listener=listener
+            RefuseInvalidMessages(app),
+            host=host,
+            port=port,
+            name="MCP endpoint",
+            lifespan=True,
+            listener=listener,
         )
 
     @property
     def url(self) -> str:
         """``http://HOST:PORT/mcp``, once started."""
         return super().url + PATH
+
+
+class RefuseInvalidMessages:
+    """ASGI middleware: answer a JSON body posted to ``PATH`` that ``read_message`` refuses
+    with 400 and its error; pass everything else, the body replayed, to ``app``."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not _posted_json(scope):
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        read = read_message(body.decode("utf-8", "replace"), "body")
+        if isinstance(read, Refusal):
+            await _answer(send, read.error.model_dump_json(by_alias=True, exclude_unset=True))
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
+def _posted_json(scope: Scope) -> bool:
+    """Whether ``scope`` posts a JSON body to the MCP path (the SDK answers other media
+    types with 415 itself)."""
+    if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != PATH:
+        return False
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            media_type: bytes = value.split(b";")[0].strip().lower()
+            return media_type == b"application/json"
+    return False
+
+
+async def _answer(send: Send, text: str) -> None:
+    body = text.encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": 400, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

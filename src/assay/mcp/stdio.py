@@ -13,10 +13,9 @@ points fd 0 at the null device and fd 1 at stderr meanwhile, so that stray outpu
 handler or a child process cannot corrupt the protocol; both are restored on return. One
 JSON-RPC message per line, UTF-8 (undecodable bytes replaced, as the SDK does); blank lines
 are skipped. A line that is not a valid message (not JSON, a string containing a lone
-surrogate such as ``\ud800``, a method that is not a string) is answered at once with a
-JSON-RPC error naming what was wrong, so its sender is not left waiting: under the request's
-id when it has one that can be written back, else under a null id, as JSON-RPC 2.0 has it
-(and as the SDK's streamable HTTP transport answers a body that is not JSON).
+surrogate such as ``\ud800``, a method that is not a string, an id that is neither a string
+nor an integer) is answered at once with the JSON-RPC error ``assay.mcp.messages`` words, so
+its sender is not left waiting.
 
 The SDK's server cancels every request in flight when its input ends. A client may close
 stdin once it has sent its last request and still read the answers (``assay mcp < requests``
@@ -29,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import json
 import os
 import stat
 import sys
@@ -41,9 +39,8 @@ import mcp_types
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from mcp.server import MCPServer
 from mcp.shared.message import SessionMessage
-from pydantic import ValidationError
 
-from assay.state.canonical import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
+from assay.mcp.messages import Refusal, read_message
 
 _CHUNK = 1 << 16
 DRAIN_AT_EOF_S = 120.0
@@ -232,79 +229,13 @@ async def _deliver(
     text = line.decode("utf-8", "replace")
     if not text.strip():
         return
-    try:
-        message = mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
-    except ValidationError as error:
+    message = read_message(text, "line")
+    if isinstance(message, Refusal):
         with contextlib.suppress(anyio.ClosedResourceError):  # the server is done
-            await refusals.send(SessionMessage(_refusal(text, error)))
+            await refusals.send(SessionMessage(message.error))
         return
-    if isinstance(message, mcp_types.JSONRPCNotification) and b'"id"' in line:
-        refusal = _unusable_id(text)
-        if refusal is not None:  # read as a notification, it would go unanswered
-            with contextlib.suppress(anyio.ClosedResourceError):
-                await refusals.send(SessionMessage(refusal))
-            return
     owed.read(message)
     await send.send(SessionMessage(message))
-
-
-def _unusable_id(text: str) -> mcp_types.JSONRPCError | None:
-    """The error answering ``text``, read as a notification, if it is a request whose id is
-    neither a string nor an integer (``true``, ``1.5``, ``null``): pydantic drops such an
-    id, which would leave its sender waiting for ever."""
-    data = json.loads(text)
-    if not isinstance(data, dict) or "id" not in data:
-        return None
-    shown = json.dumps(data["id"])
-    shown = shown if len(shown) <= 40 else f"{shown[:40]}…"
-    reason = f"id: a request's id is a string or an integer, not {shown}"
-    return _error(None, mcp_types.INVALID_REQUEST, reason)
-
-
-def _refusal(text: str, error: ValidationError) -> mcp_types.JSONRPCError:
-    """The error answering ``text``, a line that is not a valid message: under its id when
-    it is a request whose id can be written back, else under a null id, as JSON-RPC 2.0 has
-    it when the id cannot be determined."""
-    try:
-        data = json.loads(text)
-    except RecursionError:
-        return _error(None, mcp_types.INVALID_REQUEST, "the message nests too deeply to read")
-    except ValueError as not_json:
-        return _error(None, mcp_types.PARSE_ERROR, f"the line is not JSON ({not_json})")
-    request_id = data.get("id") if isinstance(data, dict) and "method" in data else None
-    if (
-        isinstance(request_id, bool)
-        or not isinstance(request_id, int | str)
-        or (isinstance(request_id, str) and holds_half_surrogate_pair(request_id))
-    ):
-        request_id = None  # a notification, not a request, or an id that cannot be answered
-    if holds_half_surrogate_pair(data):
-        return _error(request_id, mcp_types.PARSE_ERROR, HALF_SURROGATE_PAIR)
-    errors = error.errors()
-    kind = _kind_of(data)
-    first = next((e for e in errors if e["loc"][:1] == (kind,)), errors[0])
-    path = [str(part) for part in first["loc"]]
-    if path and path[0].startswith("JSONRPC"):
-        del path[0]  # the kind of message it was read as
-    where = ".".join(path) or "the message"
-    return _error(request_id, mcp_types.INVALID_REQUEST, f"{where}: {first['msg']}")
-
-
-def _kind_of(data: Any) -> str:
-    """The kind of JSON-RPC message ``data`` most looks like, as pydantic names it."""
-    if not isinstance(data, dict) or ("method" in data and "id" in data):
-        return "JSONRPCRequest"
-    if "method" in data:
-        return "JSONRPCNotification"
-    return "JSONRPCError" if "error" in data else "JSONRPCResponse"
-
-
-def _error(request_id: int | str | None, code: int, reason: str) -> mcp_types.JSONRPCError:
-    return mcp_types.JSONRPCError(
-        jsonrpc="2.0",
-        id=request_id,
-        error=mcp_types.ErrorData(code=code, message=f"invalid request: {reason}"),
-    )
 
 
 async def _write_messages(
