@@ -93,6 +93,43 @@ def test_verify_reads_state_from_stdin() -> None:
     assert result.returncode == 0
 
 
+def test_verify_names_stdin_not_a_file_called_dash_when_its_state_is_wrong(
+    tmp_path: Path,
+) -> None:
+    for given, said in (
+        (
+            "[1]",
+            "the state read from stdin must hold a JSON object (the objects map), not an array",
+        ),
+        (
+            '{"a":',
+            "the state read from stdin is not valid JSON: Expecting value at line 1 column 6",
+        ),
+    ):
+        refused = run("verify", "a", "--state", "-", stdin=given)
+        assert refused.returncode == 2
+        assert refused.stderr == f"assay verify: error: {said}\n"
+    undecodable = subprocess.run(
+        [sys.executable, "-m", "assay", "verify", "a", "--state", "-"],
+        input=b'{"a": "\xff"}',
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert undecodable.returncode == 2
+    assert undecodable.stderr == (
+        b"assay verify: error: the state read from stdin is not UTF-8 text: it holds the byte "
+        b"0xff at offset 7\n"
+    )
+    binary = tmp_path / "state.json"
+    binary.write_bytes(b'{"a": "\xff"}')
+    refused = run("verify", "a", "--state", str(binary))
+    assert refused.stderr == (
+        f"assay verify: error: the state file {str(binary)!r} is not UTF-8 text: it holds the "
+        "byte 0xff at offset 7\n"
+    )
+
+
 def test_verify_rereads_a_state_file_that_changes(tmp_path: Path) -> None:
     path = tmp_path / "state.json"
     path.write_text('{"inbox": {"sent_count": 14}}')

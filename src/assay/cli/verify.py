@@ -69,27 +69,26 @@ def _fail(message: str) -> int:
 
 
 def load_state(path: str) -> dict[str, Any] | str:
-    """The JSON object in ``path``, or a message saying what is wrong with it."""
+    """The JSON object in ``path`` (``-``: stdin), or a message saying what is wrong with it."""
+    named = "the state read from stdin" if path == "-" else f"the state file {path!r}"
     try:
         if path == "-":
-            text = sys.stdin.read()
+            text = sys.stdin.buffer.read().decode("utf-8")
         else:
             with open(path, encoding="utf-8") as handle:
                 text = handle.read()
     except OSError as error:
-        return f"cannot read the state file {path!r}: {error.strerror or error}"
+        return f"cannot read {named}: {error.strerror or error}"
     except UnicodeDecodeError as error:
-        return f"the state file {path!r} is not UTF-8 text: {error.reason}"
+        byte = error.object[error.start]
+        return f"{named} is not UTF-8 text: it holds the byte 0x{byte:02x} at offset {error.start}"
     try:
         state = json.loads(text)
     except json.JSONDecodeError as error:
-        return (
-            f"the state file {path!r} is not valid JSON: {error.msg} at line {error.lineno} "
-            f"column {error.colno}"
-        )
+        return f"{named} is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
     if not isinstance(state, dict):
         kind = "an array" if isinstance(state, list) else type_of(state)
-        return f"the state file {path!r} must hold a JSON object (the objects map), not {kind}"
+        return f"{named} must hold a JSON object (the objects map), not {kind}"
     return state
 
 
