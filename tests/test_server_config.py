@@ -168,3 +168,14 @@ def test_the_command_serves_with_a_token_from_the_environment(tmp_path: Path) ->
     log = "".join(daemon.log)
     assert "tokens: agent (read)" in log
     assert SECRET not in log
+
+
+def test_the_log_announces_the_daemons_stop_once_not_that_of_the_application_it_serves() -> None:
+    # The outpost example is served by an embedded server of its own, in the same process.
+    with spawn_daemon(["--ledger", "memory:"]) as daemon:
+        assert httpx.get(f"{daemon.url}/healthz").status_code == 200
+    assert daemon.process.returncode == 0
+    log = "".join(daemon.log)
+    assert log.count("Started server process") == 1
+    assert log.count("Shutting down") == 1
+    assert log.count("Finished server process") == 1

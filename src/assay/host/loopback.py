@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import errno
+import logging
 import socket
 from collections.abc import Iterator
 from types import TracebackType
@@ -62,11 +64,32 @@ def listen(host: str, port: int, *, name: str) -> socket.socket:
 
 
 class _EmbeddedServer(uvicorn.Server):
-    """uvicorn inside a loop someone else runs: the signals stay that program's own."""
+    """uvicorn inside a loop someone else runs: the signals stay that program's own, and so
+    does the log. uvicorn logs every server's start and stop through one logger, so a daemon
+    logging at info would also announce the shutdown of each server embedded in it (an
+    application's, an MCP endpoint's) as its own; an embedded server's records below
+    warning are dropped."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        _embedded.set(True)  # in this task, and the tasks it starts for its connections
+        await super().serve(sockets)
+
+
+_embedded: contextvars.ContextVar[bool] = contextvars.ContextVar("embedded", default=False)
+
+
+class _QuietWhenEmbedded(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or not _embedded.get()
+
+
+_UVICORN_LOG = logging.getLogger("uvicorn.error")
+if not any(isinstance(f, _QuietWhenEmbedded) for f in _UVICORN_LOG.filters):
+    _UVICORN_LOG.addFilter(_QuietWhenEmbedded())
 
 
 class LoopbackServer:
@@ -91,7 +114,8 @@ class LoopbackServer:
             app,
             host=host,
             port=port,
-            log_level="warning",
+            log_config=None,  # the program's logging is its own to configure
+            log_level=None,
             access_log=False,
             lifespan="on" if lifespan else "off",
             timeout_keep_alive=KEEP_ALIVE_S,
