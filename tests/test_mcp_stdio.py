@@ -321,3 +321,51 @@ def test_an_interrupted_stdio_server_exits_130_with_its_evidence_stored(tmp_path
     with open_ledger(f"sqlite:///{ledger_path}") as ledger:
         assert ledger.verify().ok
         assert [entry.kind for entry in ledger.query()] == ["verdict"]
+
+
+def test_a_terminated_stdio_server_settles_its_pending_fire_and_exits_143(tmp_path: Path) -> None:
+    ledger_path = tmp_path / "evidence.db"
+    fire = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {
+            "name": "fire",
+            # Its extra contract never holds, so it is still pending when the server stops.
+            "arguments": {
+                "action": "inbox.send",
+                "args": {"message_id": "m-1", "to": "ops"},
+                "verify_expression": "false",
+                "wait_ms": 0,
+            },
+        },
+    }
+    with subprocess.Popen(
+        [ASSAY, "mcp", "--ledger", f"sqlite:///{ledger_path}"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as server:
+        assert server.stdin is not None and server.stdout is not None
+        try:
+            server.stdin.write(_lines(_initialize(1)))
+            server.stdin.flush()
+            assert json.loads(server.stdout.readline())["id"] == 1
+            server.stdin.write(_lines({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            server.stdin.write(_lines(fire))
+            server.stdin.flush()
+            answer = json.loads(server.stdout.readline())
+            assert answer["result"]["structuredContent"]["effect_status"] == "pending"
+            server.send_signal(signal.SIGTERM)
+            assert server.wait(timeout=30) == 143
+        finally:
+            server.kill()
+    with open_ledger(f"sqlite:///{ledger_path}") as ledger:
+        assert ledger.verify().ok
+        entries = ledger.query()
+    # A process ended by the signal left the fire alone, never to settle.
+    assert [(e.kind, e.transition) for e in entries] == [
+        ("fire", "inbox.send#1"),
+        ("settlement", "inbox.send#1"),
+    ]
+    assert "the session was closed while it waited on" in json.dumps(entries[1].body)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -28,8 +29,10 @@ def register(commands: Any) -> None:
         description="Serve an application's actions as MCP tools, with the official MCP SDK. "
         "Every fire, settlement and verdict goes to the ledger. With --transport stdio (the "
         "default) stdout carries the protocol and nothing else; with --transport http the "
-        "endpoint is http://HOST:PORT/mcp, announced on stderr. Exit 0 when the client "
-        "disconnects, 130 when interrupted, 2 on a usage error.",
+        "endpoint is http://HOST:PORT/mcp, announced on stderr. Interrupted (SIGINT) or "
+        "terminated (SIGTERM), it closes its sessions and stores their evidence first. Exit 0 "
+        "when the client disconnects, 130 when interrupted, 143 when terminated, 2 on a usage "
+        "error.",
     )
     parser.add_argument(
         "--app",
@@ -63,14 +66,42 @@ def run(args: argparse.Namespace) -> int:
         with listener or contextlib.nullcontext():
             application = load_application(args.app)
             with open_ledger(args.ledger) as ledger:
-                asyncio.run(_serve(application, ledger, args, listener))
+                terminated = asyncio.run(_serve(application, ledger, args, listener))
     except AssayError as error:
         print(f"assay mcp: error: {error}", file=sys.stderr)
         return 2
-    return 0
+    return TERMINATED if terminated else 0
+
+
+TERMINATED = 128 + signal.SIGTERM
+"""The exit code after a SIGTERM, as a shell reports a process that signal ended."""
 
 
 async def _serve(
+    application: Application,
+    ledger: Ledger,
+    args: argparse.Namespace,
+    listener: socket.socket | None,
+) -> bool:
+    """Serve until the client is done or SIGTERM; whether it was SIGTERM. Ended either way
+    (or by SIGINT), the host closes its sessions and stores their evidence."""
+    this = asyncio.current_task()
+    assert this is not None
+    serving = asyncio.ensure_future(_serve_until_done(application, ledger, args, listener))
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, serving.cancel)
+    try:
+        await serving
+    except asyncio.CancelledError:
+        if this.cancelling():
+            raise  # SIGINT: asyncio.run cancels this task, then raises KeyboardInterrupt
+        return True
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+    return False
+
+
+async def _serve_until_done(
     application: Application,
     ledger: Ledger,
     args: argparse.Namespace,
