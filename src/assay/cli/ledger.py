@@ -77,7 +77,12 @@ def register(commands: Any) -> None:
     tail.add_argument(
         "-n", type=whole_number("entries"), default=10, metavar="N", help="how many (default 10)"
     )
-    tail.add_argument("-f", "--follow", action="store_true", help="keep printing new entries until interrupted (exit 0)")
+    tail.add_argument(
+        "-f",
+        "--follow",
+        action="store_true",
+        help="keep printing new entries until interrupted (exit 0)",
+    )
     tail.add_argument(
         "--interval-ms",
         type=whole_number("milliseconds", at_least=1),
