@@ -130,6 +130,23 @@ async def test_unknown_sessions_and_transitions_say_what_to_do(
         host.open_session("attic")
 
 
+async def test_a_closed_session_is_named_as_closed_for_as_long_as_the_host_remembers_it(
+    desk: tuple[Host, list[dict[str, Any]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host, _ = desk
+    monkeypatch.setattr("assay.host.host.CLOSED_REMEMBERED", 2)
+    ids = [host.open_session().id for _ in range(3)]
+    for session_id in ids:
+        await host.close_session(session_id)
+    with pytest.raises(NotFoundError, match="no session is called"):
+        host.session(ids[0])  # the oldest of three, forgotten
+    for session_id in ids[1:]:
+        with pytest.raises(NotFoundError, match=f"the session '{session_id}' was closed;"):
+            host.did_it_work(session_id, "workspace.open-billing#1")
+    reopened = host.open_session(session_id=ids[2])
+    assert host.session(ids[2]) is reopened
+
+
 async def test_a_settlement_whose_changes_hold_an_integer_beyond_2_53_is_recorded(
     desk: tuple[Host, list[dict[str, Any]]],
 ) -> None:

@@ -294,6 +294,13 @@ async def test_closing_a_session_settles_its_pending_fires_in_the_ledger(
     closed = await client.delete(f"/v1/sessions/{session}")
     assert (closed.status_code, closed.json()["pending"]) == (200, 1)  # as it was when closed
 
+    asked = await client.get("/v1/transitions/inbox.mark-all-read%231", params={"session": session})
+    assert _problem(asked, 404, "not-found")["detail"] == (
+        f"the session {session!r} was closed; what it fired and how each settled is in the "
+        f"ledger (GET /v1/ledger/entries?session={session})"
+    )
+    never = _problem(await client.get("/v1/sessions/desk-0"), 404, "not-found")
+    assert never["detail"].startswith("no session is called 'desk-0'; open one with")
     entries = (await client.get("/v1/ledger/entries", params={"session": session})).json()
     assert [e["kind"] for e in entries] == ["fire", "settlement"]
     settled = entries[1]["body"]

@@ -10,6 +10,7 @@ answer is durable.
 from __future__ import annotations
 
 import uuid
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from functools import lru_cache
 from types import TracebackType
@@ -46,6 +47,9 @@ from assay.verify.outcome import VerificationOutcome
 
 DEFAULT_SESSION = "default"
 PROGRESS_EVERY_S = 1.0
+CLOSED_REMEMBERED = 10_000
+"""How many closed sessions' ids the host remembers, to say a session was closed rather than
+that there never was one."""
 
 Progress = Callable[[float, float, str], Awaitable[None]]
 """Called while a wait goes on: (elapsed ms, ceiling ms, what it waits on)."""
@@ -74,6 +78,7 @@ class Host:
                 self.thresholds[Reversibility(key)] = value
         self.evidence = DurableEvidence(ledger)
         self.sessions: dict[str, Session] = {}
+        self._closed: OrderedDict[str, None] = OrderedDict()  # the latest closed sessions' ids
         self.idempotency: IdempotencyCache[ActionResponse] = IdempotencyCache()
         self._connection: Connection | None = None
         self.default_session = DEFAULT_SESSION
@@ -145,6 +150,7 @@ class Host:
         )
         session.register_actions_by_id(self.connection.handlers)
         self.sessions[session.id] = session
+        self._closed.pop(session.id, None)
         return session
 
     def session(self, session_id: str | None) -> Session:
@@ -152,6 +158,13 @@ class Host:
         key = session_id or DEFAULT_SESSION
         session = self.sessions.get(self.default_session if key == DEFAULT_SESSION else key)
         if session is None:
+            if key in self._closed:
+                raise NotFoundError(
+                    f"the session {key!r} was closed; what it fired and how each settled is in "
+                    f"the ledger (GET /v1/ledger/entries?session={key})",
+                    kind="session",
+                    id=key,
+                )
             raise NotFoundError(
                 f"no session is called {key!r}; open one with POST /v1/sessions "
                 f"(the default session is {DEFAULT_SESSION!r})",
@@ -167,6 +180,9 @@ class Host:
         if session.id == self.default_session:
             raise RequestError("the default session cannot be closed", field="session")
         del self.sessions[session.id]
+        self._closed[session.id] = None
+        if len(self._closed) > CLOSED_REMEMBERED:
+            self._closed.popitem(last=False)
         await session.close()
         await self.evidence.durable()
 
