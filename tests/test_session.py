@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import pytest
 
 from assay.clock import VirtualClock
-from assay.errors import GraphError, SessionError
+from assay.errors import GraphError, NotFoundError, SessionError
 from assay.graph import Session, build_navigation_graph
 
 T = TypeVar("T")
@@ -431,6 +431,39 @@ def test_a_missing_argument_is_refused_before_anything_runs() -> None:
         refused.error
         == "desk.cancel needs the argument order_id (used in its writes or verify contract)"
     )
+
+
+def test_args_that_are_not_a_mapping_are_refused_naming_what_was_given() -> None:
+    calls: list[Any] = []
+
+    async def main(clock: VirtualClock) -> list[Any]:
+        s = CANCEL.create_session(node="desk", state={"orders": {}}, clock=clock)
+        s.register_actions("desk", handlers={"cancel": calls.append})
+        # dict() raised TypeError or ValueError for these, or took pairs as names.
+        return [s.fire("desk.cancel", given) for given in ([1], "ab", 5, (("order_id", "o"),))]
+
+    refused = run(main)
+    assert [(r.refusal, r.error) for r in refused] == [
+        (
+            "bad_arguments",
+            f"args must be an object mapping argument names to values, not {kind}; pass None "
+            "or {} for none",
+        )
+        for kind in ("list", "str", "int", "tuple")
+    ]
+    assert calls == []
+
+
+def test_an_unknown_transition_is_not_found_naming_the_session() -> None:
+    async def main(clock: VirtualClock) -> None:
+        s = session(clock, {})
+        with pytest.raises(NotFoundError, match=r"has no transition 'x#1'; transition ids") as e:
+            s.did_it_work("x#1")
+        assert (e.value.kind, e.value.id) == ("transition", "x#1")
+        with pytest.raises(NotFoundError, match=f"session {s.id!r} has no transition 'x#2'"):
+            await s.wait("x#2", 1)
+
+    run(main)
 
 
 def test_a_fire_outside_a_running_event_loop_is_refused_before_anything_is_done() -> None:

@@ -26,6 +26,7 @@ from assay.errors import (
     ContractError,
     LedgerEntryError,
     LedgerError,
+    NotFoundError,
     SessionError,
     escape_surrogates,
 )
@@ -158,10 +159,17 @@ class Session:
                 "Session.fire needs a running asyncio event loop, where the fire settles and "
                 "is verified; call it from async code, such as a coroutine run by asyncio.run"
             ) from None
-        args = dict(args or {})
+        given = args
+        args = dict(args) if isinstance(args, Mapping) else {}
         spec = self.graph.action(action_id)
         if spec is None:
             return self._refused_unknown(action_id)
+        if given is not None and not isinstance(given, Mapping):
+            return self._refuse(
+                spec, args, source, "bad_arguments",
+                f"args must be an object mapping argument names to values, not "
+                f"{type(given).__name__}; pass None or {{}} for none",
+            )  # fmt: skip
         if holds_half_surrogate_pair(source):
             return self._refuse(
                 spec, args, escape_surrogates(source), "bad_arguments",
@@ -477,6 +485,18 @@ class Session:
         if self.flights.get(transition.spec.id) == transition.id:
             del self.flights[transition.spec.id]
 
+    def _transition(self, transition_id: str) -> Transition:
+        """This session's transition ``transition_id``; ``NotFoundError`` if it has none."""
+        transition = self.transitions.get(transition_id)
+        if transition is None:
+            raise NotFoundError(
+                f"session {self.id!r} has no transition {transition_id!r}; transition ids "
+                "look like page.action#N and belong to the session that fired them",
+                kind="transition",
+                id=str(transition_id),
+            )
+        return transition
+
     def result(self, transition: Transition) -> FireResult:
         """The fire result as of now (the receipt, plus ``outcome_now`` when it differs)."""
         return fire_result(transition, self.store.current)
@@ -484,9 +504,7 @@ class Session:
     def did_it_work(self, transition_id: str) -> Answer:
         """``pending``, ``worked``, ``failed``, ``unobservable``, ``refused`` or
         ``unmaterialized``, with the evidence; a pending answer says what it waits on."""
-        transition = self.transitions.get(transition_id)
-        if transition is None:
-            raise KeyError(f"no transition {transition_id!r} in this session")
+        transition = self._transition(transition_id)
         if transition.phase is not Phase.PENDING:
             return answer(transition, self.store.current)
         queued_before = self.queue.index(transition) if transition in self.queue else 0
@@ -499,7 +517,7 @@ class Session:
 
     async def wait(self, transition_id: str, ceiling_s: float) -> FireResult:
         """Wait up to ``ceiling_s`` for settlement; the answer as of then, settled or not."""
-        transition = self.transitions[transition_id]
+        transition = self._transition(transition_id)
         if not transition.phase.terminal:
             if transition.settled is None:
                 transition.settled = asyncio.Event()

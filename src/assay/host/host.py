@@ -261,7 +261,7 @@ class Host:
     ) -> TransitionAnswer:
         """did_it_work, after waiting up to ``wait_ms`` for the transition to settle."""
         session = self.session(session_id)
-        self._transition(session, transition_id)
+        session.did_it_work(transition_id)  # NotFoundError before waiting, if it has none
         await self._wait(session, transition_id, wait_ms, progress)
         await self.evidence.durable()
         return self.did_it_work(session_id, transition_id)
@@ -288,18 +288,8 @@ class Host:
     def did_it_work(self, session_id: str | None, transition_id: str) -> TransitionAnswer:
         """pending, worked, failed, unobservable, refused or unmaterialized, with evidence."""
         session = self.session(session_id)
-        self._transition(session, transition_id)
         answer = session.did_it_work(transition_id)
         return TransitionAnswer(session=session.id, **answer.model_dump())
-
-    def _transition(self, session: Session, transition_id: str) -> None:
-        if transition_id not in session.transitions:
-            raise NotFoundError(
-                f"session {session.id!r} has no transition {transition_id!r}; transition ids "
-                "look like page.action#N and belong to the session that fired them",
-                kind="transition",
-                id=transition_id,
-            )
 
     def _response(self, session: Session, fired: FireResult) -> ActionResponse:
         answer = None
