@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from assay import ExpressionError, ExpressionSyntaxError, compile_expression
+from assay.errors import WrongTypeError
 
 
 def syntax_error(source: str) -> ExpressionSyntaxError:
@@ -155,5 +156,6 @@ def test_string_literal_escapes() -> None:
 
 
 def test_rejects_a_non_string_source() -> None:
-    with pytest.raises(TypeError, match="an expression must be a str, not int"):
+    with pytest.raises(WrongTypeError, match="an expression must be a str, not int") as caught:
         compile_expression(42)  # type: ignore[arg-type]
+    assert isinstance(caught.value, TypeError)

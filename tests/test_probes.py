@@ -22,7 +22,7 @@ import psycopg
 import pytest
 
 from assay.clock import VirtualClock
-from assay.errors import AssayError, ContractError
+from assay.errors import AssayError, ContractError, NotFoundError
 from assay.state.health import HealthWindow, ProbeHealth
 from assay.state.probes import (
     CallableProbe,
@@ -690,7 +690,7 @@ def test_health_window_ratio_counts_and_errors() -> None:
     assert health.last_error == "x" * 499 + "…"
     window.record_success(6.0)
     assert window.ratio == 1.0
-    with pytest.raises(ValueError, match="at least one read"):
+    with pytest.raises(ProbeConfigError, match="at least one read"):
         HealthWindow("p", size=0)
 
 
@@ -828,7 +828,7 @@ def test_poller_stop_ends_run_and_closes_probes() -> None:
         task = asyncio.create_task(poller.run())
         await clock.settle()
         assert poller.running
-        with pytest.raises(RuntimeError, match="already running"):
+        with pytest.raises(ProbeError, match="already running"):
             await poller.run()
         await poller.stop()
         await task
@@ -843,6 +843,6 @@ def test_poller_configuration_errors() -> None:
     with pytest.raises(ProbeConfigError, match="two probes are named 'x'"):
         Poller([CallableProbe(dict, name="x"), CallableProbe(dict, name="x")], print)
     poller = Poller([CallableProbe(dict, name="x")], print)
-    with pytest.raises(KeyError, match=r"no probe named 'y'; this poller polls \['x'\]"):
+    with pytest.raises(NotFoundError, match=r"no probe named 'y'; this poller polls \['x'\]"):
         poller.health("y")
     assert poller.names == ("x",)

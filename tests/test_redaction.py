@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from assay.errors import ContractError
+from assay.errors import ContractError, WrongTypeError
 from assay.redaction import ELLIPSIS, REDACTED, SUMMARY_LIMIT, Redaction
 from strategies import json_values
 
@@ -67,7 +67,7 @@ def test_covers_is_cached_per_path_and_stays_correct() -> None:
 def test_patterns_are_checked_when_configured() -> None:
     with pytest.raises(ContractError, match=r"invalid path 'a\.\.b' at position 2"):
         Redaction(["a..b"])
-    with pytest.raises(TypeError, match="not one string"):
+    with pytest.raises(WrongTypeError, match="not one string"):
         Redaction("user.password")
 
 

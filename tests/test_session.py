@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import pytest
 
 from assay.clock import VirtualClock
-from assay.errors import GraphError, NotFoundError, SessionError
+from assay.errors import GraphError, NotFoundError, SessionError, WrongTypeError
 from assay.graph import Session, build_navigation_graph
 
 T = TypeVar("T")
@@ -328,17 +328,17 @@ def test_journey_counts_settled_steps() -> None:
     [
         (
             ["workspace.open-billing", "billing.refund"],
-            ValueError,
+            GraphError,
             "the journey 'j': no action is called 'billing.refund', so it could never be done; "
             "steps are page.action ids of the graph",
         ),
         (
             "workspace.open-billing",
-            TypeError,
+            WrongTypeError,
             "the journey 'j': steps must be a list of action ids, not the string "
             "'workspace.open-billing'",
         ),
-        ([], ValueError, "the journey 'j' has no steps"),
+        ([], GraphError, "the journey 'j' has no steps; give it one action id or more"),
     ],
 )
 def test_a_journey_that_could_never_be_done_is_refused(
@@ -452,6 +452,53 @@ def test_args_that_are_not_a_mapping_are_refused_naming_what_was_given() -> None
         for kind in ("list", "str", "int", "tuple")
     ]
     assert calls == []
+
+
+def test_arguments_of_the_wrong_type_raise_before_anything_is_done() -> None:
+    calls: list[Any] = []
+
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {}, **{"open-billing": calls.append})
+        for given, said in (
+            ({"action_id": 5}, "action_id must be a string, not int"),
+            ({"source": 5}, "source must be a string, not int"),
+            ({"verify_expression": 5}, "verify_expression must be a string or None, not int"),
+            (
+                {"verify_timeout_ms": "5"},
+                "verify_timeout_ms must be a whole number of milliseconds or None, not str",
+            ),
+            (
+                {"verify_timeout_ms": True},
+                "verify_timeout_ms must be a whole number of milliseconds or None, not bool",
+            ),
+        ):
+            fire = {"action_id": "workspace.open-billing", **given}
+            with pytest.raises(WrongTypeError, match=f"^{said}$"):
+                s.fire(**fire)
+        assert s.transitions == {}
+        return s.fire("workspace.open-billing", verify_timeout_ms=-5)
+
+    refused = run(main)
+    assert (refused.refusal, refused.error) == (
+        "bad_arguments",
+        "verify_timeout_ms must be 0 or more milliseconds, not -5",
+    )
+    assert calls == []
+
+
+def test_wiring_mistakes_name_what_is_declared_and_what_a_handler_is() -> None:
+    async def main(clock: VirtualClock) -> None:
+        s = session(clock, {})
+        with pytest.raises(
+            GraphError, match=r"the actions of the page 'billing' are: billing\.pay"
+        ):
+            s.register_actions("billing", handlers={"refund": lambda a: None})
+        with pytest.raises(WrongTypeError, match=r"the handler for billing\.pay is int, not a"):
+            s.register_actions("billing", handlers={"pay": 5})
+        with pytest.raises(GraphError, match="no page is called 'attic'; pages are"):
+            GRAPH.create_session(node="attic")
+
+    run(main)
 
 
 def test_an_unknown_transition_is_not_found_naming_the_session() -> None:

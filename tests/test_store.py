@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from assay import compile_expression
 from assay.clock import VirtualClock
-from assay.errors import AssayError, StateError
+from assay.errors import AssayError, StateError, WrongTypeError
 from assay.state import (
     MAX_DEPTH,
     FieldChange,
@@ -278,7 +278,7 @@ def test_heartbeats_and_sources() -> None:
 
 
 def test_history_must_be_a_count() -> None:
-    with pytest.raises(ValueError, match=r"history must be a whole number of versions >= 0"):
+    with pytest.raises(StateError, match=r"history must be a whole number of versions >= 0"):
         StateStore(history=-1)
 
 
@@ -590,7 +590,7 @@ def test_a_report_from_a_callback_is_delivered_after_the_current_one() -> None:
 
 def test_subscribe_wants_a_list_of_keys() -> None:
     store = StateStore()
-    with pytest.raises(TypeError) as caught:
+    with pytest.raises(WrongTypeError) as caught:
         store.subscribe("inbox.sent_count", Recorder())
     assert str(caught.value) == (
         "keys must be an iterable of dotted paths, not one string; write ['inbox.sent_count']"

@@ -10,7 +10,7 @@ resembles, so callers can catch either::
     │       └── ExpressionLimitError                a bound on steps or sizes was exceeded
     ├── ContractError(ValueError)                   a malformed declarative filter contract
     ├── StateError(ValueError)                      a state report was rejected; nothing stored
-    ├── ProbeError(RuntimeError)                    a probe's read of the application failed
+    ├── ProbeError(RuntimeError)                    a probe's read failed, or a poller ran twice
     ├── ProbeConfigError(ValueError)                a probe was configured wrongly
     ├── GraphError(ValueError)                      a navigation graph declaration is invalid
     ├── TransitionError(RuntimeError)               an illegal move in a transition's life
@@ -30,7 +30,8 @@ resembles, so callers can catch either::
     │   └── WorkflowLintError                       a workflow breaks an authoring rule
     ├── RunError(RuntimeError)                      an illegal move in a workflow run's life
     │   └── RunNotFoundError(LookupError)           no run by that id in the ledger
-    └── ModelError(RuntimeError)                    the model verifier's model could not answer
+    ├── ModelError(RuntimeError)                    the model verifier's model could not answer
+    └── WrongTypeError(TypeError)                   a Python caller passed the wrong kind of value
 
 Errors carry the pieces of their message as attributes, so programs need not parse text.
 """
@@ -355,3 +356,12 @@ class ModelError(AssayError, RuntimeError):
     def __init__(self, message: str, *, where: str) -> None:
         super().__init__(message)
         self.where = where
+
+
+class WrongTypeError(AssayError, TypeError):
+    """A Python caller passed the wrong kind of value (a string where a list of them belongs,
+    something not callable as a handler); nothing was done. ``parameter`` names it."""
+
+    def __init__(self, message: str, *, parameter: str) -> None:
+        super().__init__(message)
+        self.parameter = parameter

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, Final
 
+from assay.errors import WrongTypeError
 from assay.expr.path import parse_path
 
 REDACTED: Final = "[redacted]"
@@ -69,7 +70,10 @@ class Redaction:
     def __init__(self, patterns: Iterable[str] = ()) -> None:
         texts = tuple(patterns)
         if isinstance(patterns, str):
-            raise TypeError("Redaction takes an iterable of patterns, not one string")
+            raise WrongTypeError(
+                f"Redaction takes an iterable of patterns, not one string; write [{patterns!r}]",
+                parameter="patterns",
+            )
         self._patterns = texts
         self._tokens = tuple(tuple(_compile_token(s) for s in parse_path(p)) for p in texts)
         self._initial = self._closure((i, 0) for i in range(len(self._tokens)))

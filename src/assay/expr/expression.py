@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from assay.errors import ExpressionError, ExpressionSyntaxError
+from assay.errors import ExpressionError, ExpressionSyntaxError, WrongTypeError
 from assay.expr.codegen import CodeGenerator
 from assay.expr.functions import GLOBAL_FUNCTIONS, GLOBAL_NAMESPACES
 from assay.expr.limits import Limits
@@ -72,7 +72,9 @@ def _compile_cached(source: str, limits: Limits) -> Expression:
 def compile_expression(source: str, *, limits: Limits | None = None) -> Expression:
     """Compile ``source`` once; raises ``ExpressionSyntaxError`` with position and caret."""
     if not isinstance(source, str):
-        raise TypeError(f"an expression must be a str, not {type(source).__name__}")
+        raise WrongTypeError(
+            f"an expression must be a str, not {type(source).__name__}", parameter="source"
+        )
     return _compile_cached(source, limits or Limits())
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from assay.errors import GraphError
+
 
 class JourneyProgress(BaseModel):
     """How many steps are done, of how many, and which action comes next (None when done)."""
@@ -22,7 +24,7 @@ class Journey:
 
     def __init__(self, name: str, steps: tuple[str, ...]) -> None:
         if not steps:
-            raise ValueError(f"the journey {name!r} has no steps")
+            raise GraphError(f"the journey {name!r} has no steps; give it one action id or more")
         self.name = name
         self.steps = steps
         self.done = 0

@@ -24,10 +24,12 @@ from typing import Any, Final
 from assay.clock import SYSTEM_CLOCK, Clock
 from assay.errors import (
     ContractError,
+    GraphError,
     LedgerEntryError,
     LedgerError,
     NotFoundError,
     SessionError,
+    WrongTypeError,
     escape_surrogates,
 )
 from assay.expr import compile_expression
@@ -53,6 +55,12 @@ from assay.state.substrate import Substrate
 from assay.verify.loop import VerifyOptions, summarize_changes, verify
 
 Handler = Callable[[dict[str, Any]], Any]
+
+_KINDS: Final[dict[object, str]] = {
+    str: "a string",
+    str | None: "a string or None",
+    int | None: "a whole number of milliseconds or None",
+}
 
 
 DEFAULT_THRESHOLDS: Final = {
@@ -80,7 +88,9 @@ class Session:
         session_id: str | None = None,
     ) -> None:
         if node not in graph.pages:
-            raise ValueError(f"no page is called {node!r}; pages are {', '.join(graph.pages)}")
+            raise GraphError(
+                f"no page is called {node!r}; pages are {', '.join(graph.pages)}", field="node"
+            )
         self.graph = graph
         self.id = session_id or f"{graph.app}-{uuid.uuid4().hex[:12]}"
         self.evidence = evidence
@@ -117,9 +127,19 @@ class Session:
         """Wire handlers (plain or async callables taking the fire's args) to ``page``."""
         for name, handler in handlers.items():
             if self.graph.action(f"{page}.{name}") is None:
-                raise ValueError(f"{page}.{name} is not declared in the graph")
+                declared = ", ".join(spec.id for spec in self.graph.actions(page)) or "none"
+                raise GraphError(
+                    f"{page}.{name} is not declared in the graph; the actions of the page "
+                    f"{page!r} are: {declared}",
+                    page=page,
+                    action=name,
+                )
             if not callable(handler):
-                raise TypeError(f"the handler for {page}.{name} is not callable")
+                raise WrongTypeError(
+                    f"the handler for {page}.{name} is {type(handler).__name__}, not a callable; "
+                    "pass a function (or async function) taking the fire's args",
+                    parameter="handlers",
+                )
             self.handlers[f"{page}.{name}"] = handler
 
     def register_actions_by_id(self, handlers: Mapping[str, Handler]) -> None:
@@ -159,6 +179,16 @@ class Session:
                 "Session.fire needs a running asyncio event loop, where the fire settles and "
                 "is verified; call it from async code, such as a coroutine run by asyncio.run"
             ) from None
+        for name, value, kind in (
+            ("action_id", action_id, str),
+            ("source", source, str),
+            ("verify_expression", verify_expression, str | None),
+            ("verify_timeout_ms", verify_timeout_ms, int | None),
+        ):
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise WrongTypeError(
+                    f"{name} must be {_KINDS[kind]}, not {type(value).__name__}", parameter=name
+                )
         given = args
         args = dict(args) if isinstance(args, Mapping) else {}
         spec = self.graph.action(action_id)
@@ -183,6 +213,10 @@ class Session:
                 RefusalFigures(node=self.node, available_at=self.graph.pages_with(spec.name)),
             )  # fmt: skip
         try:
+            if verify_timeout_ms is not None and verify_timeout_ms < 0:
+                raise ValueError(
+                    f"verify_timeout_ms must be 0 or more milliseconds, not {verify_timeout_ms}"
+                )
             # The args a handler gets are the ones the ledger records, with or without one.
             args = exact_json_object(args, "args")
             if verify_expression is not None and holds_half_surrogate_pair(verify_expression):
@@ -542,17 +576,18 @@ class Session:
         return self.result(transition)
 
     def start_journey(self, name: str, steps: Iterable[str]) -> Journey:
-        """Track a named sequence of actions (``page.action`` ids) toward a goal; ``ValueError``
+        """Track a named sequence of actions (``page.action`` ids) toward a goal; ``GraphError``
         naming the first step that is not an action of the graph, which could never be done."""
         if isinstance(steps, str):
-            raise TypeError(
+            raise WrongTypeError(
                 f"the journey {name!r}: steps must be a list of action ids, not the string "
-                f"{steps!r}"
+                f"{steps!r}",
+                parameter="steps",
             )
         steps = tuple(steps)
         for step in steps:
             if not isinstance(step, str) or self.graph.action(step) is None:
-                raise ValueError(
+                raise GraphError(
                     f"the journey {name!r}: no action is called {step!r}, so it could never be "
                     "done; steps are page.action ids of the graph"
                 )

@@ -14,6 +14,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Final
 
+from assay.errors import ProbeConfigError
+
 DEFAULT_WINDOW: Final = 20
 """How many recent reads the success ratio is taken over."""
 
@@ -59,7 +61,9 @@ class HealthWindow:
 
     def __init__(self, probe: str, size: int = DEFAULT_WINDOW) -> None:
         if size < 1:
-            raise ValueError(f"a health window holds at least one read, got size={size}")
+            raise ProbeConfigError(
+                f"a health window holds at least one read, got size={size}", parameter="size"
+            )
         self.probe = probe
         self._outcomes: deque[bool] = deque(maxlen=size)
         self._successes = 0

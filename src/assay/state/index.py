@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
+from assay.errors import WrongTypeError
 from assay.expr.path import format_path, parse_path
 from assay.state.canonical import Path
 
@@ -94,10 +95,13 @@ class KeyIndex:
     def subscribe(self, keys: Iterable[str] | None, callback: Callback) -> Subscription:
         """Register ``callback`` for changes touching ``keys`` (every change for ``None``)."""
         if not callable(callback):
-            raise TypeError(f"callback must be callable, not {type(callback).__name__}")
+            raise WrongTypeError(
+                f"callback must be callable, not {type(callback).__name__}", parameter="callback"
+            )
         if isinstance(keys, str):
-            raise TypeError(
-                f"keys must be an iterable of dotted paths, not one string; write [{keys!r}]"
+            raise WrongTypeError(
+                f"keys must be an iterable of dotted paths, not one string; write [{keys!r}]",
+                parameter="keys",
             )
         paths = None if keys is None else tuple(dict.fromkeys(parse_path(key) for key in keys))
         subscription = Subscription(self, paths, callback, next(self._order))

@@ -17,6 +17,7 @@ from typing import Any
 from weakref import ReferenceType, ref
 
 from assay.clock import SYSTEM_CLOCK, Clock
+from assay.errors import StateError
 from assay.state.canonical import expand_report
 from assay.state.diff import Change, compose, invert
 from assay.state.index import Callback, ChangedPaths, KeyIndex, Subscription
@@ -51,7 +52,7 @@ class StateStore:
         history: int = 1024,
     ) -> None:
         if type(history) is not int or history < 0:
-            raise ValueError(f"history must be a whole number of versions >= 0, got {history!r}")
+            raise StateError(f"history must be a whole number of versions >= 0, got {history!r}")
         objects = {} if initial is None else expand_report(initial)
         self._clock = clock
         self._current = Snapshot(objects, 0, clock.wall(), clock.monotonic())

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeAlias
 
 from assay.clock import SYSTEM_CLOCK, Clock
-from assay.errors import ProbeConfigError, ProbeError
+from assay.errors import NotFoundError, ProbeConfigError, ProbeError
 from assay.state.health import DEFAULT_WINDOW, HealthWindow, ProbeHealth
 from assay.state.probes.probe import ClosableProbe, Probe, check_interval
 
@@ -75,8 +75,10 @@ class Poller:
         try:
             window = self._health[name]
         except KeyError:
-            raise KeyError(
-                f"no probe named {name!r}; this poller polls {list(self._probes)}"
+            raise NotFoundError(
+                f"no probe named {name!r}; this poller polls {list(self._probes)}",
+                kind="probe",
+                id=name,
             ) from None
         return window.snapshot()
 
@@ -91,7 +93,7 @@ class Poller:
     async def run(self) -> None:
         """Poll every probe until ``stop()``; the first reads happen at once."""
         if self._finished is not None:
-            raise RuntimeError("this poller is already running; call stop() first")
+            raise ProbeError("this poller is already running; call stop() first")
         self._finished = asyncio.Event()
         try:
             async with asyncio.TaskGroup() as group:
