@@ -85,6 +85,10 @@ def test_run_parks_with_exit_1_and_resume_with_a_persons_input_completes(tmp_pat
         encoding="utf-8",
     )
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    open_ledger(url).close()  # an empty ledger
+    none = assay("runs", "--ledger", url)
+    assert (none.returncode, none.stdout) == (0, "")
+    assert none.stderr == f"assay runs: no workflow runs in the ledger at {url}\n"
 
     parked = assay("run", str(flow), "--ledger", url)
     assert parked.returncode == 1, parked.stderr

@@ -153,6 +153,8 @@ def run_runs(args: argparse.Namespace) -> int:
     except AssayError as error:
         print(f"assay runs: error: {error}", file=sys.stderr)
         return 2
+    if not records and not args.json:  # stdout stays empty: a script may read it
+        print(f"assay runs: no workflow runs in the ledger at {ledger.url}", file=sys.stderr)
     for record in records:
         if args.json:
             print(record.model_dump_json())
