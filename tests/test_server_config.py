@@ -97,6 +97,18 @@ def test_bad_files_name_the_setting(tmp_path: Path) -> None:
         load_config({}, {}, file)
 
 
+def test_a_workflows_directory_that_is_not_one_is_refused_at_start(tmp_path: Path) -> None:
+    missing, file = tmp_path / "missing", tmp_path / "flow.yaml"
+    file.write_text("workflow: w\n")
+    for given, state in ((missing, "does not exist"), (file, "is a file")):
+        with pytest.raises(RequestError, match=f"workflows: '{given}' {state}; give a") as caught:
+            load_config({"workflows": [str(given)]}, {})
+        assert caught.value.field == "workflows"
+    # An empty part of ASSAY_WORKFLOWS (a trailing separator) is no directory, not "."
+    found = load_config({}, {"ASSAY_WORKFLOWS": f"{tmp_path}:"})
+    assert found.workflows == (str(tmp_path),)
+
+
 def test_the_body_limit_comes_from_a_flag_the_environment_or_the_file(tmp_path: Path) -> None:
     file = tmp_path / "assay.toml"
     file.write_text("max_body_bytes = 4096\n")

@@ -83,6 +83,14 @@ class ServerConfig:
                 f"log level must be one of {', '.join(LOG_LEVELS)}, not {self.log_level!r}",
                 field="log_level",
             )
+        for directory in self.workflows:
+            if not Path(directory).is_dir():
+                state = "is a file" if Path(directory).exists() else "does not exist"
+                raise RequestError(
+                    f"workflows: {directory!r} {state}; give a directory of NAME.yaml workflow "
+                    "files",
+                    field="workflows",
+                )
         if not self.loopback and not self.tokens:
             raise RequestError(
                 f"refusing to serve on {self.host}, which is not a loopback address, without "
@@ -146,7 +154,7 @@ def _from_environment(key: str, value: str, variable: str) -> Any:
     if key == "access_log":
         return value.strip().lower() not in ("0", "false", "no", "off")
     if key == "workflows":
-        return tuple(value.split(os.pathsep))
+        return tuple(part for part in value.split(os.pathsep) if part)
     if key == "redact":
         return tuple(value.split())
     return value
