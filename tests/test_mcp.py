@@ -115,8 +115,24 @@ async def test_bad_arguments_are_tool_errors_that_say_what_to_fix(
         r"like page\.action#N and belong to the session that fired them",
         _text(missing),
     )
+    # The SDK's own wording was a dump of pydantic's report: codes, the input, web addresses.
     too_long = await client.call_tool("fire", {"action": "panel.arm", "wait_ms": 60_000})
-    assert "wait_ms\n  Input should be less than or equal to 55000" in _text(too_long)
+    assert _text(too_long) == (
+        "fire: the arguments do not match its input schema (see tools/list): wait_ms: Input "
+        "should be less than or equal to 55000"
+    )
+    wrong = await client.call_tool("get_state", {"keys": "system.armed"})
+    assert _text(wrong) == (
+        "get_state: the arguments do not match its input schema (see tools/list): keys: Input "
+        "should be a valid list"
+    )
+    # The SDK ignored an argument its tool does not take: this fire would not have waited.
+    misspelt = await client.call_tool("fire", {"action": "panel.arm", "wait": 30_000})
+    assert _text(misspelt) == (
+        "fire: no argument is called 'wait'; it takes action, args, wait_ms, verify_expression"
+    )
+    listed = await client.call_tool("list_actions", {"page": "panel"})
+    assert _text(listed) == "list_actions: no argument is called 'page'; it takes none"
     assert [entry.kind for entry in host.ledger.query()] == ["refusal"]
 
 

@@ -14,7 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
+from pydantic import ValidationError
 
 from assay import __version__
 from assay.graph.declaration import Reversibility
@@ -67,7 +69,7 @@ def build_server(host: Host, *, session: str | None = None, name: str = "assay")
     """An MCP server with the five tools, acting in ``session`` of ``host`` (the default
     session when ``None``). ``host`` must be started, and stay so while the server runs."""
     tools = AssayTools(host, session)
-    server: MCPServer = MCPServer(
+    server = _Server(
         name,
         version=__version__,
         instructions=INSTRUCTIONS.format(app=host.graph.app),
@@ -87,7 +89,48 @@ def build_server(host: Host, *, session: str | None = None, name: str = "assay")
     }
     for tool_name, (function, description, hints) in registered.items():
         server.add_tool(function, tool_name, description=description, annotations=hints)
+        server.parameters[tool_name] = tuple(
+            parameter.name
+            for parameter in inspect.signature(function).parameters.values()
+            if parameter.kind is not parameter.KEYWORD_ONLY  # the SDK's context
+        )
     return server
+
+
+class _Server(MCPServer):
+    """An ``MCPServer`` that refuses an argument its tool does not take (the SDK ignores it,
+    so a misspelt ``wait_ms`` would silently not wait), and words a refusal of a tool's
+    arguments as one line per field at fault, as the HTTP port does, where the SDK's dumps
+    pydantic's report (error codes, the input echoed, a web address per error)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.parameters: dict[str, tuple[str, ...]] = {}  # each tool's, as registered
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        taken = self.parameters.get(name)
+        unknown = [key for key in arguments if taken is not None and key not in taken]
+        if unknown:
+            raise ToolError(
+                f"{name}: no argument is called {', '.join(map(repr, unknown))}; it takes "
+                f"{', '.join(taken or ()) or 'none'}"
+            )
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            cause = error.__cause__
+            if type(error) is not ToolError or not isinstance(cause, ValidationError):
+                raise
+            raise ToolError(invalid_arguments(name, cause)) from cause
+
+
+def invalid_arguments(tool: str, error: ValidationError) -> str:
+    """What is wrong with a call of ``tool`` whose arguments failed its input schema."""
+    faults = "; ".join(
+        f"{'.'.join(str(part) for part in found['loc']) or 'arguments'}: {found['msg']}"
+        for found in error.errors()
+    )
+    return f"{tool}: the arguments do not match its input schema (see tools/list): {faults}"
 
 
 def _read_only(
