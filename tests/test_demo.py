@@ -107,8 +107,30 @@ def test_the_demo_shows_every_case_and_its_ledger_verifies(demo: DemoRun) -> Non
         "refused (low_confidence): confidence",
         "critique → planner:",
         "OK sqlite:///",
+        f"See it on the timeline: assay serve --ledger {demo.url}, then open",
     ):
         assert line in demo.output
+
+
+def test_a_demo_on_a_memory_ledger_does_not_send_anyone_to_a_timeline_of_it(
+    tmp_path: Path,
+) -> None:
+    result = subprocess.run(
+        [str(ASSAY), "demo", "--ledger", "memory:"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "See it on the timeline" not in result.stdout  # a new process's memory is empty
+    assert (
+        "The ledger memory: lived in this process and is gone with it; run with --ledger "
+        "sqlite:///assay.db to keep it and see it on the timeline"
+    ) in result.stdout
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.anyio

@@ -25,6 +25,7 @@ from assay.examples.outpost import GRAPH, Outpost, outpost_connector
 from assay.host import Application, Host
 from assay.host.loopback import LoopbackServer
 from assay.ledger.ledger import Ledger
+from assay.ledger.memory import MemoryBackend
 from assay.mcp.http import StreamableHttpEndpoint
 from assay.mcp.server import build_server
 from assay.server.app import create_app
@@ -144,10 +145,16 @@ async def run_demo(ledger: Ledger, console: Console) -> int:
     console.rule("[bold]assay ledger verify")
     style = "bold green" if report.ok else "bold red"
     console.print(f"  [{style}]{'OK' if report.ok else 'FAILED'}[/{style}] {report.describe()}")
-    console.print(
-        "\nSee it on the timeline: [bold]assay serve --ledger "
-        f"{ledger.url}[/bold], then open http://127.0.0.1:8765/"
-    )
+    if not isinstance(ledger.backend, MemoryBackend):  # another process can open it
+        console.print(
+            "\nSee it on the timeline: [bold]assay serve --ledger "
+            f"{ledger.url}[/bold], then open http://127.0.0.1:8765/"
+        )
+    else:
+        console.print(
+            f"\nThe ledger {ledger.url} lived in this process and is gone with it; run with "
+            "--ledger sqlite:///assay.db to keep it and see it on the timeline"
+        )
     return 0 if report.ok else 1
 
 
