@@ -49,7 +49,12 @@ class DemoRun:
 def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
     folder = tmp_path_factory.mktemp("demo")
     url = f"sqlite:///{folder / 'assay.db'}"
-    result = subprocess.run(
+    result = _run_demo(url, folder)
+    return DemoRun(url, result.stdout + result.stderr, result.returncode)
+
+
+def _run_demo(url: str, folder: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [str(ASSAY), "demo", "--ledger", url],
         cwd=folder,
         capture_output=True,
@@ -58,7 +63,6 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
         check=False,
         env={**os.environ, "COLUMNS": "200"},
     )
-    return DemoRun(url, result.stdout + result.stderr, result.returncode)
 
 
 def _transitions(ledger: Ledger) -> list[tuple[str, str, dict[str, Any]]]:
@@ -115,15 +119,7 @@ def test_the_demo_shows_every_case_and_its_ledger_verifies(demo: DemoRun) -> Non
 def test_a_demo_on_a_memory_ledger_does_not_send_anyone_to_a_timeline_of_it(
     tmp_path: Path,
 ) -> None:
-    result = subprocess.run(
-        [str(ASSAY), "demo", "--ledger", "memory:"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+    result = _run_demo("memory:", tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "See it on the timeline" not in result.stdout  # a new process's memory is empty
     assert (

@@ -290,14 +290,11 @@ def test_the_event_loop_transport_serves_pipes_sockets_and_files(tmp_path: Path)
     assert callable(getattr(lowlevel, "create_initialization_options", None))
 
 
-def test_an_interrupted_stdio_server_exits_130_with_its_evidence_stored(tmp_path: Path) -> None:
-    ledger_path = tmp_path / "evidence.db"
-    verify = {
-        "jsonrpc": "2.0",
-        "id": 2,
-        "method": "tools/call",
-        "params": {"name": "verify", "arguments": {"expression": "inbox.unread === 3"}},
-    }
+def _signalled_after_one_call(
+    ledger_path: Path, call: dict[str, object], signal_number: int
+) -> tuple[dict[str, Any], int]:
+    """Start ``assay mcp`` on the ledger, make one tool call, then send it ``signal_number``:
+    the call's answer and the server's exit code."""
     with subprocess.Popen(
         [ASSAY, "mcp", "--ledger", f"sqlite:///{ledger_path}"],
         stdin=subprocess.PIPE,
@@ -310,14 +307,21 @@ def test_an_interrupted_stdio_server_exits_130_with_its_evidence_stored(tmp_path
             server.stdin.flush()
             assert json.loads(server.stdout.readline())["id"] == 1
             server.stdin.write(_lines({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            server.stdin.write(_lines(verify))
+            server.stdin.write(_lines({"jsonrpc": "2.0", "id": 2, "method": "tools/call", **call}))
             server.stdin.flush()
-            answer = json.loads(server.stdout.readline())
-            assert answer["result"]["structuredContent"]["passed"] is True
-            server.send_signal(signal.SIGINT)
-            assert server.wait(timeout=30) == 130
+            answer: dict[str, Any] = json.loads(server.stdout.readline())
+            server.send_signal(signal_number)
+            return answer, server.wait(timeout=30)
         finally:
             server.kill()
+
+
+def test_an_interrupted_stdio_server_exits_130_with_its_evidence_stored(tmp_path: Path) -> None:
+    ledger_path = tmp_path / "evidence.db"
+    verify = {"params": {"name": "verify", "arguments": {"expression": "inbox.unread === 3"}}}
+    answer, code = _signalled_after_one_call(ledger_path, verify, signal.SIGINT)
+    assert answer["result"]["structuredContent"]["passed"] is True
+    assert code == 130
     with open_ledger(f"sqlite:///{ledger_path}") as ledger:
         assert ledger.verify().ok
         assert [entry.kind for entry in ledger.query()] == ["verdict"]
@@ -326,9 +330,6 @@ def test_an_interrupted_stdio_server_exits_130_with_its_evidence_stored(tmp_path
 def test_a_terminated_stdio_server_settles_its_pending_fire_and_exits_143(tmp_path: Path) -> None:
     ledger_path = tmp_path / "evidence.db"
     fire = {
-        "jsonrpc": "2.0",
-        "id": 2,
-        "method": "tools/call",
         "params": {
             "name": "fire",
             # Its extra contract never holds, so it is still pending when the server stops.
@@ -340,26 +341,9 @@ def test_a_terminated_stdio_server_settles_its_pending_fire_and_exits_143(tmp_pa
             },
         },
     }
-    with subprocess.Popen(
-        [ASSAY, "mcp", "--ledger", f"sqlite:///{ledger_path}"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    ) as server:
-        assert server.stdin is not None and server.stdout is not None
-        try:
-            server.stdin.write(_lines(_initialize(1)))
-            server.stdin.flush()
-            assert json.loads(server.stdout.readline())["id"] == 1
-            server.stdin.write(_lines({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            server.stdin.write(_lines(fire))
-            server.stdin.flush()
-            answer = json.loads(server.stdout.readline())
-            assert answer["result"]["structuredContent"]["effect_status"] == "pending"
-            server.send_signal(signal.SIGTERM)
-            assert server.wait(timeout=30) == 143
-        finally:
-            server.kill()
+    answer, code = _signalled_after_one_call(ledger_path, fire, signal.SIGTERM)
+    assert answer["result"]["structuredContent"]["effect_status"] == "pending"
+    assert code == 143
     with open_ledger(f"sqlite:///{ledger_path}") as ledger:
         assert ledger.verify().ok
         entries = ledger.query()
