@@ -97,6 +97,63 @@ def test_verify_checks_an_export_and_names_a_line_that_is_not_utf_8(
     assert "3 entries verified before it" in tampered.stdout
 
 
+def test_a_trusted_head_catches_a_ledger_that_lost_its_last_entries(
+    ledger_url: str, tmp_path: Path
+) -> None:
+    verified = run("ledger", "verify", "--ledger", ledger_url)
+    with open_ledger(ledger_url) as ledger:
+        whole = ledger.tree_head()
+        prefix = f"3:{ledger.root(3)}"
+    assert f"(head {whole.size}:{whole.root});" in verified.stdout
+    export = run("ledger", "export", "--ledger", ledger_url).stdout
+    lines = export.splitlines(keepends=True)
+    assert len(lines) == 6
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("".join(lines[:4]))  # the last two entries lost
+    head = f"{whole.size}:{whole.root}"
+    unanchored = run("ledger", "verify", "--export", str(cut))
+    assert unanchored.returncode == 0  # every prefix of a ledger verifies on its own
+    anchored = run("ledger", "verify", "--export", str(cut), "--trusted-head", head)
+    assert anchored.returncode == 1
+    assert anchored.stdout == (
+        f"FAILED {cut}: entry 5 is missing: the trusted head covers 6 entries, but only 4 are "
+        "stored (entries were removed, or this is an older copy)\n  4 entries verified before it\n"
+    )
+    # From stdin, and the live ledger against its own head and an earlier one.
+    piped = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "assay",
+            "ledger",
+            "verify",
+            "--export",
+            "-",
+            "--trusted-head",
+            head,
+        ],
+        input=export,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout.startswith("OK stdin: 6 entries")
+    assert piped.stdout.endswith(f"; it extends the trusted head {head}\n")
+    assert run("ledger", "verify", "--ledger", ledger_url, "--trusted-head", prefix).returncode == 0
+    other = f"6:{'0' * 64}"
+    differs = run("ledger", "verify", "--ledger", ledger_url, "--trusted-head", other)
+    assert differs.returncode == 1
+    assert (
+        f"the trusted head's root for 6 entries is {'0' * 64}, but the stored entries give "
+        f"{whole.root}: they are not the entries it was taken from" in differs.stdout
+    )
+    malformed = run("ledger", "verify", "--ledger", ledger_url, "--trusted-head", "6-abc")
+    assert malformed.returncode == 2
+    assert malformed.stderr.startswith("assay ledger: error: --trusted-head: a tree head is ")
+
+
 def test_show_prove_and_tail(ledger_url: str) -> None:
     shown = run("ledger", "show", "2", "--ledger", ledger_url)
     assert shown.returncode == 0

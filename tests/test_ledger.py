@@ -48,6 +48,7 @@ from assay.ledger.group_commit import GroupCommit, GroupCommitStatistics
 from assay.ledger.memory import _kept
 from assay.ledger.merkle import MerkleTree, leaf_hash
 from assay.ledger.postgres import PostgresBackend
+from assay.ledger.proof import TreeHead
 from assay.redaction import Redaction
 from ledger_stores import draft
 from strategies import json_values
@@ -319,6 +320,42 @@ def test_an_export_verifies_offline_and_a_changed_line_does_not() -> None:
     assert (problem.seq, problem.checkpoint) == (12, 1)
     swapped = [*lines[:4], lines[5], lines[4], *lines[6:]]
     assert verify_jsonl(swapped).problem.seq == 5  # type: ignore[union-attr]
+
+
+@given(st.integers(min_value=1, max_value=40), st.data())
+def test_only_the_ledger_a_trusted_head_was_taken_from_or_its_extension_meets_it(
+    size: int, data: st.DataObject
+) -> None:
+    ledger = memory_ledger()
+    for n in range(size):
+        ledger.append("settlement", {"n": n})
+    at = data.draw(st.integers(min_value=0, max_value=size), label="head size")
+    head = TreeHead.parse(f"{at}:{ledger.root(at).upper()}")  # hex in either case
+    assert str(head) == f"{at}:{ledger.root(at)}"
+    assert ledger.verify(trusted=head).ok
+    exported = io.StringIO()
+    export_jsonl(ledger.backend, exported)
+    lines = exported.getvalue().splitlines(keepends=True)
+    kept = data.draw(st.integers(min_value=0, max_value=size), label="lines kept")
+    report = verify_jsonl(lines[:kept], trusted=head)
+    assert report.ok is (kept >= at)
+    if kept < at:
+        assert report.problem is not None
+        assert (report.problem.seq, report.problem.field) == (kept + 1, "seq")
+    # A head of another ledger's entries, as many of them, is met by none of these.
+    other = memory_ledger()
+    for n in range(size):
+        other.append("settlement", {"n": n + 1})
+    problem = other.verify(trusted=ledger.tree_head()).problem
+    assert problem is not None
+    assert (problem.seq, problem.field) == (None, "root")
+
+
+@pytest.mark.parametrize("text", ["12", "12:abc", f"-1:{'0' * 64}", f"x:{'0' * 64}", ""])
+def test_a_tree_head_that_is_not_size_colon_root_is_refused(text: str) -> None:
+    with pytest.raises(ProofError, match="a tree head is written SIZE:ROOT") as caught:
+        TreeHead.parse(text)
+    assert caught.value.parameter == "head"
 
 
 def test_a_memory_ledger_keeps_nothing_the_garbage_collector_walks() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import io
 import json
 import os
 import sys
@@ -13,9 +14,10 @@ from typing import Any
 
 from assay.cli.arguments import whole_number
 from assay.clock import SYSTEM_CLOCK
-from assay.errors import AssayError
+from assay.errors import AssayError, ProofError
 from assay.ledger import Ledger, SigningKey, export_jsonl, open_ledger, verify_jsonl
 from assay.ledger.entry import Entry
+from assay.ledger.proof import TreeHead
 from assay.ledger.url import DEFAULT_URL
 
 LEDGER_ENV = "ASSAY_LEDGER"
@@ -43,7 +45,15 @@ def register(commands: Any) -> None:
     verify = actions.add_parser("verify", help="re-check the chain, the tree and checkpoints")
     add_ledger_option(verify)
     verify.add_argument("--public-key", metavar="FILE", help="PEM key checkpoints are signed with")
-    verify.add_argument("--export", metavar="FILE", help="verify a JSONL export instead")
+    verify.add_argument(
+        "--export", metavar="FILE", help="verify a JSONL export instead ('-' for stdin)"
+    )
+    verify.add_argument(
+        "--trusted-head",
+        metavar="SIZE:ROOT",
+        help="a tree head noted earlier (GET /v1/ledger/head, an earlier verify): the entries "
+        "must extend it, which a ledger that lost its last entries does not",
+    )
     verify.set_defaults(run=run_verify)
     export = actions.add_parser("export", help="write every entry as JSONL to stdout")
     add_ledger_option(export)
@@ -120,6 +130,12 @@ def _entry_json(entry: Entry) -> str:
 
 def run_verify(args: argparse.Namespace) -> int:
     key = None
+    trusted = None
+    if args.trusted_head is not None:
+        try:
+            trusted = TreeHead.parse(args.trusted_head)
+        except ProofError as error:
+            return _fail(f"--trusted-head: {error}")
     if args.public_key is not None:
         try:
             with open(args.public_key, "rb") as handle:
@@ -127,12 +143,15 @@ def run_verify(args: argparse.Namespace) -> int:
         except OSError as error:
             return _fail(f"cannot read the public key {args.public_key!r}: {error.strerror}")
     try:
-        if args.export is not None:
+        if args.export == "-":
+            lines = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
+            report = verify_jsonl(lines, key, source="stdin", trusted=trusted)
+        elif args.export is not None:
             with open(args.export, encoding="utf-8", errors="surrogateescape") as handle:
-                report = verify_jsonl(handle, key, source=args.export)
+                report = verify_jsonl(handle, key, source=args.export, trusted=trusted)
         else:
             with _open(args) as ledger:
-                report = ledger.verify(key)
+                report = ledger.verify(key, trusted=trusted)
     except OSError as error:
         return _fail(f"cannot read {args.export!r}: {error.strerror}")
     except AssayError as error:
@@ -141,10 +160,11 @@ def run_verify(args: argparse.Namespace) -> int:
         print(f"FAILED {report.source}: {report.problem}")
         print(f"  {report.size} entries verified before it")
         return 1
+    extends = f"; it extends the trusted head {trusted}" if trusted is not None else ""
     print(
         f"OK {report.source}: {report.size} entries, chain and Merkle tree verified "
-        f"(root {report.root}); {report.checkpoints} checkpoints, {report.signatures} "
-        "signatures checked"
+        f"(head {report.size}:{report.root}); {report.checkpoints} checkpoints, "
+        f"{report.signatures} signatures checked{extends}"
     )
     return 0
 

@@ -182,9 +182,15 @@ class Ledger:
         """The stored checkpoints, oldest first."""
         return self._backend.checkpoints()
 
-    def verify(self, public_key: Ed25519PublicKey | bytes | str | None = None) -> LedgerReport:
-        """Re-check every stored entry and checkpoint (see ``verify_ledger``)."""
-        return verify_ledger(self._backend, public_key)
+    def verify(
+        self,
+        public_key: Ed25519PublicKey | bytes | str | None = None,
+        *,
+        trusted: TreeHead | None = None,
+    ) -> LedgerReport:
+        """Re-check every stored entry and checkpoint, and that the entries extend the
+        ``trusted`` head if one is given (see ``verify_ledger``)."""
+        return verify_ledger(self._backend, public_key, trusted=trusted)
 
     def read(self, start: int, stop: int) -> list[Entry]:
         """The entries with ``start <= seq < stop``."""

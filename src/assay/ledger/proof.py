@@ -6,7 +6,9 @@ algorithms of ``merkle``: ``verify`` returns ``None`` or raises ``ProofError``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Final
 
 from assay.errors import ProofError
 from assay.ledger.entry import Entry
@@ -19,6 +21,25 @@ class TreeHead:
 
     size: int
     root: str
+
+    @classmethod
+    def parse(cls, text: str) -> TreeHead:
+        """The head written ``SIZE:ROOT`` (``12:3f9a…``, as ``str`` writes it); ``ProofError``
+        saying what is wrong otherwise."""
+        size, _, root = text.partition(":")
+        if not size.isdecimal() or not _ROOT.fullmatch(root.lower()):
+            raise ProofError(
+                "a tree head is written SIZE:ROOT, the size and the root (64 hex digits) that "
+                f"GET /v1/ledger/head answers or assay ledger verify prints, not {text!r}",
+                parameter="head",
+            )
+        return cls(int(size), root.lower())
+
+    def __str__(self) -> str:
+        return f"{self.size}:{self.root}"
+
+
+_ROOT: Final = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,12 @@ every checkpoint is well formed, covers no more entries than are stored, holds t
 root of the entries it covers and (given the public key) carries a valid signature. The
 report names the first thing that is wrong. ``export_jsonl`` writes a ledger as JSON lines
 and ``verify_jsonl`` runs the same checks on such a file, offline.
+
+A ledger that verifies may still have lost its last entries, or be an older copy: every prefix
+of a ledger is itself a ledger that verifies. Given a ``trusted`` tree head (a size and root
+noted earlier, from ``GET /v1/ledger/head`` or an earlier verify), the check also requires the
+stored entries to extend it: at least that many, whose Merkle root at that size is that root.
+A signed checkpoint in the ledger does the same for its own head.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from assay.ledger.backend import LedgerBackend, StoredCheckpoint, StoredRow
 from assay.ledger.checkpoint import load_public_key, verify_checkpoint
 from assay.ledger.entry import GENESIS_HASH, parse_entry
 from assay.ledger.merkle import MerkleTree
+from assay.ledger.proof import TreeHead
 
 PublicKey = Ed25519PublicKey | bytes | str
 """An Ed25519 public key, or its PEM text."""
@@ -42,6 +49,8 @@ class LedgerProblem:
     def __str__(self) -> str:
         if self.checkpoint is not None and self.seq is None:
             return f"checkpoint {self.checkpoint}: {self.reason}"
+        if self.seq is None or self.reason.startswith(f"entry {self.seq} "):
+            return self.reason  # it names the entry itself
         return f"entry {self.seq}: {self.reason}"
 
 
@@ -92,9 +101,16 @@ class LedgerReport:
             )
 
 
-def verify_ledger(backend: LedgerBackend, public_key: PublicKey | None = None) -> LedgerReport:
+def verify_ledger(
+    backend: LedgerBackend,
+    public_key: PublicKey | None = None,
+    *,
+    trusted: TreeHead | None = None,
+) -> LedgerReport:
     """Re-read and re-check everything ``backend`` stores; see the module's docstring."""
-    return _verify(backend.url, backend.stored_rows(), backend.stored_checkpoints, _key(public_key))
+    return _verify(
+        backend.url, backend.stored_rows(), backend.stored_checkpoints, _key(public_key), trusted
+    )
 
 
 def export_jsonl(backend: LedgerBackend, file: IO[str]) -> int:
@@ -113,7 +129,11 @@ def export_jsonl(backend: LedgerBackend, file: IO[str]) -> int:
 
 
 def verify_jsonl(
-    lines: Iterable[str], public_key: PublicKey | None = None, *, source: str = "export"
+    lines: Iterable[str],
+    public_key: PublicKey | None = None,
+    *,
+    source: str = "export",
+    trusted: TreeHead | None = None,
 ) -> LedgerReport:
     """Check an ``export_jsonl`` file (any iterable of its lines) as ``verify_ledger`` does.
 
@@ -129,7 +149,7 @@ def verify_jsonl(
             checkpoints.append(StoredCheckpoint(len(checkpoints) + 1, fields))
         elif text:
             rows.append(StoredRow(len(rows) + 1, text.encode("utf-8", "surrogateescape"), {}))
-    return _verify(source, rows, lambda: checkpoints, _key(public_key))
+    return _verify(source, rows, lambda: checkpoints, _key(public_key), trusted)
 
 
 def _checkpoint_line(text: str) -> dict[str, object] | None:
@@ -159,6 +179,7 @@ def _verify(
     rows: Iterable[StoredRow],
     stored_checkpoints: Callable[[], Iterable[StoredCheckpoint]],
     public_key: Ed25519PublicKey | None,
+    trusted: TreeHead | None = None,
 ) -> LedgerReport:
     # Checkpoints first: one stored while the rows are read would cover entries not read.
     checkpoints = list(stored_checkpoints())
@@ -169,6 +190,8 @@ def _verify(
         for stored in checkpoints:
             signatures += _check_checkpoint(stored, tree, public_key)
             checked += 1
+        if trusted is not None:
+            _check_extends(trusted, tree)
         problem = None
     except _FirstProblemError as found:
         problem = found.problem
@@ -217,6 +240,31 @@ def _check_entries(rows: Iterable[StoredRow], tree: MerkleTree) -> None:
             )
         tree.append(entry.leaf_hash)
         previous = entry.hash
+
+
+def _check_extends(trusted: TreeHead, tree: MerkleTree) -> None:
+    """Check that the verified entries extend the ``trusted`` head."""
+    if trusted.size > tree.size:
+        missing = tree.size + 1
+        raise _FirstProblemError(
+            LedgerProblem(
+                missing,
+                "seq",
+                f"entry {missing} is missing: the trusted head covers {trusted.size} entries, "
+                f"but only {tree.size} are stored (entries were removed, or this is an older "
+                "copy)",
+            )
+        )
+    root = tree.root(trusted.size).hex()
+    if root != trusted.root:
+        raise _FirstProblemError(
+            LedgerProblem(
+                None,
+                "root",
+                f"the trusted head's root for {trusted.size} entries is {trusted.root}, but the "
+                f"stored entries give {root}: they are not the entries it was taken from",
+            )
+        )
 
 
 def _check_checkpoint(
