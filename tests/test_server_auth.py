@@ -39,6 +39,7 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None, str]] = [
     ("GET", "/v1/ledger/proofs/consistency?old=1", None, "read"),
     ("GET", "/v1/ledger/head", None, "read"),
     ("GET", "/v1/ledger/verify", None, "admin"),
+    ("GET", "/v1/workflows", None, "read"),
     ("POST", "/v1/workflows/{name}/runs", {"input": COMPETITOR_INPUT}, "act"),
     ("GET", "/v1/runs", None, "read"),
     ("GET", "/v1/runs/{run_id}", None, "read"),

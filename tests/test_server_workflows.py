@@ -55,6 +55,12 @@ async def test_only_workflows_the_daemon_was_given_run_by_name(
         response = await client.post(f"/v1/workflows/{name}/runs", json={"input": {}})
         assert response.status_code == 404, response.text
         assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["detail"] == (
+        "no workflow is called 'os:system'; this daemon runs: competitor_deep_dive "
+        "(GET /v1/workflows)"
+    )
+    listed = await client.get("/v1/workflows")
+    assert listed.json() == {"workflows": ["competitor_deep_dive"]}
     missing = await client.get("/v1/runs/no-such-run")
     assert missing.status_code == 404
     detail = missing.json()["detail"]
@@ -67,6 +73,8 @@ def test_a_workflow_file_given_to_the_daemon_takes_the_place_of_the_built_in_one
     """examples/workflows/competitor_deep_dive.yaml has two steps; the built-in workflow of
     that name is its first step alone, and used to shadow the file the operator gave."""
     with spawn_daemon(["--ledger", "memory:", "--workflows", str(EXAMPLES)]) as daemon:
+        listed = httpx.get(f"{daemon.url}/v1/workflows", timeout=60)
+        assert listed.json() == {"workflows": sorted(path.stem for path in EXAMPLES.glob("*.yaml"))}
         started = httpx.post(
             f"{daemon.url}/v1/workflows/competitor_deep_dive/runs",
             json={"input": COMPETITOR_INPUT},

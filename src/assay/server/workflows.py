@@ -41,6 +41,17 @@ class RunRequest(BaseModel):
     )
 
 
+class WorkflowList(BaseModel):
+    """The workflows this daemon runs by name."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workflows: list[str] = Field(
+        description="the names POST /v1/workflows/{name}/runs takes, sorted; a NAME.yaml file "
+        "is read only when a run of it starts"
+    )
+
+
 class RunList(BaseModel):
     """Every run in the ledger, oldest first."""
 
@@ -75,15 +86,33 @@ async def start(
     who: Annotated[Principal, Depends(require(Scope.ACT))],
 ) -> RunRecord:
     """Run ``name`` with ``body.input``: each step's output is committed only past its gate."""
-    if not _NAME.match(name) or not _known(workflows, name):
-        known = ", ".join(sorted(workflows.known)) or "none"
+    if not _NAME.match(name) or not workflows.runnable(name):
+        known = ", ".join(_names(workflows)) or "none"
         raise NotFoundError(
-            f"no workflow is called {name!r}; this daemon runs: {known} (and NAME.yaml files "
-            "in its --workflows directories)",
+            f"no workflow is called {name!r}; this daemon runs: {known} (GET /v1/workflows)",
             kind="workflow",
             id=name,
         )
     return await workflows.astart(name, body.input)
+
+
+@router.get(
+    "/workflows",
+    response_model=WorkflowList,
+    responses=errors(404),
+    summary="The workflows this daemon runs by name",
+)
+async def workflow_names(
+    workflows: WorkflowsDependency,
+    who: Annotated[Principal, Depends(require(Scope.READ))],
+) -> WorkflowList:
+    """The built-in and given workflows, and the ``NAME.yaml`` files of ``--workflows``."""
+    return WorkflowList(workflows=_names(workflows))
+
+
+def _names(workflows: Workflows) -> list[str]:
+    """The names a run can be started by here (a file's stem may not be one)."""
+    return [name for name in workflows.names() if _NAME.match(name)]
 
 
 @router.get(
@@ -129,13 +158,3 @@ async def resume(
 ) -> RunRecord:
     """Resume ``run_id``; a completed run cannot be resumed (409)."""
     return await workflows.aresume(run_id, body.input)
-
-
-def _known(workflows: Workflows, name: str) -> bool:
-    if name in workflows.known:
-        return True
-    return any(
-        (directory / f"{name}{suffix}").is_file()
-        for directory in workflows.directories
-        for suffix in (".yaml", ".yml")
-    )

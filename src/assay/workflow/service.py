@@ -50,6 +50,19 @@ class Workflows:
         self.session = session
         self.model = model
 
+    def names(self) -> list[str]:
+        """The workflows runnable by name, sorted: those given, and each ``NAME.yaml`` (or
+        ``.yml``) in the directories. The files are not read: one may still be invalid."""
+        found = set(self.known)
+        for directory in self.directories:
+            for suffix in (".yaml", ".yml"):
+                found.update(path.stem for path in directory.glob(f"*{suffix}") if path.is_file())
+        return sorted(found)
+
+    def runnable(self, name: str) -> bool:
+        """Whether ``name`` is one of ``names()``."""
+        return name in self.known or workflow_file(name, self.directories) is not None
+
     def load(self, reference: str) -> Workflow:
         """The workflow ``reference`` names; ``WorkflowError`` saying where it looked."""
         return find_workflow(reference, known=self.known, directories=self.directories)
