@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import shutil
 import sqlite3
 import subprocess
@@ -152,6 +153,48 @@ def test_a_trusted_head_catches_a_ledger_that_lost_its_last_entries(
     malformed = run("ledger", "verify", "--ledger", ledger_url, "--trusted-head", "6-abc")
     assert malformed.returncode == 2
     assert malformed.stderr.startswith("assay ledger: error: --trusted-head: a tree head is ")
+
+
+def test_long_work_shows_progress_on_a_terminal_and_erases_it(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'big.db'}"
+    with open_ledger(url) as ledger:
+        for start in range(0, 3000, 500):
+            ledger.store([ledger.draft("verdict", {"n": n}) for n in range(start, start + 500)])
+    for command in (("verify",), ("export",)):
+        terminal, attached = pty.openpty()
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "assay", "ledger", *command, "--ledger", url],
+                stdout=subprocess.PIPE,
+                stderr=attached,
+                timeout=120,
+                check=False,
+            )
+            os.close(attached)
+            shown = _read_all(terminal)
+        finally:
+            os.close(terminal)
+        assert done.returncode == 0, shown
+        doing = "verified" if command == ("verify",) else "exported"
+        assert shown.startswith(f"\r{doing} 1,024 of 3,000 entries…\x1b[K"), shown
+        assert "\r\x1b[K" in shown  # erased before anything else is said
+        assert b"entries\xe2\x80\xa6" not in done.stdout  # stdout holds the answer alone
+    verified = run("ledger", "verify", "--ledger", url)
+    assert verified.stderr == ""  # not a terminal: nothing shown
+
+
+def _read_all(terminal: int) -> str:
+    """Everything written to the pseudo-terminal whose other end is closed."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(terminal, 65536)
+        except OSError:  # EIO: the other end is closed and all was read
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).decode()
 
 
 def test_show_prove_and_tail(ledger_url: str) -> None:

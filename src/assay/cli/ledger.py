@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from assay.cli.arguments import whole_number
+from assay.cli.progress import TerminalProgress
 from assay.clock import SYSTEM_CLOCK
 from assay.errors import AssayError, ProofError
 from assay.ledger import Ledger, SigningKey, export_jsonl, open_ledger, verify_jsonl
@@ -145,13 +146,21 @@ def run_verify(args: argparse.Namespace) -> int:
     try:
         if args.export == "-":
             lines = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
-            report = verify_jsonl(lines, key, source="stdin", trusted=trusted)
+            with TerminalProgress("verified", None) as progress:
+                report = verify_jsonl(
+                    lines, key, source="stdin", trusted=trusted, progress=progress
+                )
         elif args.export is not None:
-            with open(args.export, encoding="utf-8", errors="surrogateescape") as handle:
-                report = verify_jsonl(handle, key, source=args.export, trusted=trusted)
+            with (
+                open(args.export, encoding="utf-8", errors="surrogateescape") as handle,
+                TerminalProgress("verified", None) as progress,
+            ):
+                report = verify_jsonl(
+                    handle, key, source=args.export, trusted=trusted, progress=progress
+                )
         else:
-            with _open(args) as ledger:
-                report = ledger.verify(key, trusted=trusted)
+            with _open(args) as ledger, TerminalProgress("verified", ledger.size) as progress:
+                report = ledger.verify(key, trusted=trusted, progress=progress)
     except OSError as error:
         return _fail(f"cannot read {args.export!r}: {error.strerror}")
     except AssayError as error:
@@ -171,8 +180,8 @@ def run_verify(args: argparse.Namespace) -> int:
 
 def run_export(args: argparse.Namespace) -> int:
     try:
-        with _open(args) as ledger:
-            count = export_jsonl(ledger.backend, sys.stdout)
+        with _open(args) as ledger, TerminalProgress("exported", ledger.size) as progress:
+            count = export_jsonl(ledger.backend, sys.stdout, progress=progress)
     except AssayError as error:
         return _fail(str(error))
     print(f"exported {count} entries", file=sys.stderr)

@@ -25,7 +25,7 @@ from assay.ledger.checkpoint import Checkpoint, SigningKey
 from assay.ledger.entry import Entry, EntryDraft, stamp
 from assay.ledger.merkle import MerkleTree
 from assay.ledger.proof import ConsistencyProof, InclusionProof, TreeHead
-from assay.ledger.verification import LedgerReport, verify_ledger
+from assay.ledger.verification import LedgerReport, Progress, verify_ledger
 from assay.redaction import REDACTED, Redaction
 
 
@@ -187,10 +187,11 @@ class Ledger:
         public_key: Ed25519PublicKey | bytes | str | None = None,
         *,
         trusted: TreeHead | None = None,
+        progress: Progress | None = None,
     ) -> LedgerReport:
         """Re-check every stored entry and checkpoint, and that the entries extend the
         ``trusted`` head if one is given (see ``verify_ledger``)."""
-        return verify_ledger(self._backend, public_key, trusted=trusted)
+        return verify_ledger(self._backend, public_key, trusted=trusted, progress=progress)
 
     def read(self, start: int, stop: int) -> list[Entry]:
         """The entries with ``start <= seq < stop``."""

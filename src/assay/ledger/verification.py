@@ -101,19 +101,31 @@ class LedgerReport:
             )
 
 
+Progress = Callable[[int], None]
+"""Told how many entries are done so far, every ``PROGRESS_EVERY`` entries."""
+
+PROGRESS_EVERY = 1024
+
+
 def verify_ledger(
     backend: LedgerBackend,
     public_key: PublicKey | None = None,
     *,
     trusted: TreeHead | None = None,
+    progress: Progress | None = None,
 ) -> LedgerReport:
     """Re-read and re-check everything ``backend`` stores; see the module's docstring."""
     return _verify(
-        backend.url, backend.stored_rows(), backend.stored_checkpoints, _key(public_key), trusted
+        backend.url,
+        backend.stored_rows(),
+        backend.stored_checkpoints,
+        _key(public_key),
+        trusted=trusted,
+        progress=progress,
     )
 
 
-def export_jsonl(backend: LedgerBackend, file: IO[str]) -> int:
+def export_jsonl(backend: LedgerBackend, file: IO[str], *, progress: Progress | None = None) -> int:
     """Write every entry's canonical JSON, one per line, then each checkpoint as a line
     ``{"checkpoint": {...}}``; return how many entries were written."""
     count = 0
@@ -121,6 +133,8 @@ def export_jsonl(backend: LedgerBackend, file: IO[str]) -> int:
         file.write(entry.canonical.decode())
         file.write("\n")
         count += 1
+        if progress is not None and count % PROGRESS_EVERY == 0:
+            progress(count)
     for checkpoint in backend.checkpoints():
         line = rfc8785.dumps({"checkpoint": checkpoint.model_dump()})
         file.write(line.decode())
@@ -134,6 +148,7 @@ def verify_jsonl(
     *,
     source: str = "export",
     trusted: TreeHead | None = None,
+    progress: Progress | None = None,
 ) -> LedgerReport:
     """Check an ``export_jsonl`` file (any iterable of its lines) as ``verify_ledger`` does.
 
@@ -149,7 +164,9 @@ def verify_jsonl(
             checkpoints.append(StoredCheckpoint(len(checkpoints) + 1, fields))
         elif text:
             rows.append(StoredRow(len(rows) + 1, text.encode("utf-8", "surrogateescape"), {}))
-    return _verify(source, rows, lambda: checkpoints, _key(public_key), trusted)
+    return _verify(
+        source, rows, lambda: checkpoints, _key(public_key), trusted=trusted, progress=progress
+    )
 
 
 def _checkpoint_line(text: str) -> dict[str, object] | None:
@@ -179,14 +196,16 @@ def _verify(
     rows: Iterable[StoredRow],
     stored_checkpoints: Callable[[], Iterable[StoredCheckpoint]],
     public_key: Ed25519PublicKey | None,
-    trusted: TreeHead | None = None,
+    *,
+    trusted: TreeHead | None,
+    progress: Progress | None,
 ) -> LedgerReport:
     # Checkpoints first: one stored while the rows are read would cover entries not read.
     checkpoints = list(stored_checkpoints())
     tree = MerkleTree()
     checked = signatures = 0
     try:
-        _check_entries(rows, tree)
+        _check_entries(rows, tree, progress)
         for stored in checkpoints:
             signatures += _check_checkpoint(stored, tree, public_key)
             checked += 1
@@ -198,7 +217,9 @@ def _verify(
     return LedgerReport(source, tree.size, tree.root().hex(), checked, signatures, problem)
 
 
-def _check_entries(rows: Iterable[StoredRow], tree: MerkleTree) -> None:
+def _check_entries(
+    rows: Iterable[StoredRow], tree: MerkleTree, progress: Progress | None = None
+) -> None:
     previous = GENESIS_HASH
     for expected, row in enumerate(rows, start=1):
         if row.seq != expected:
@@ -240,6 +261,8 @@ def _check_entries(rows: Iterable[StoredRow], tree: MerkleTree) -> None:
             )
         tree.append(entry.leaf_hash)
         previous = entry.hash
+        if progress is not None and expected % PROGRESS_EVERY == 0:
+            progress(expected)
 
 
 def _check_extends(trusted: TreeHead, tree: MerkleTree) -> None:
