@@ -1,8 +1,8 @@
 """The timeline page: server-rendered HTML of what the ledger holds, refreshed live.
 
 ``timeline_routes`` gives the daemon its ``/`` page and ``/timeline/head`` (the ledger's
-size and root, which the page's script polls to know when to re-read itself). The ledger's
-full verification runs in a worker thread, at most once per ledger size.
+size, root and the size the last check covered, which the page's script polls to know when
+to re-read itself). The ledger's full verification runs in the background (``LedgerCheck``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
+from assay.clock import SYSTEM_CLOCK, Clock
+from assay.errors import AssayError
 from assay.ledger.ledger import Ledger
 from assay.timeline.view import DEFAULT_WINDOW, build_timeline
 
@@ -26,28 +28,92 @@ _templates = Environment(
 
 
 class LedgerCheck:
-    """The last verification of the ledger, redone only when the ledger has grown."""
+    """The ledger's full verification, for the page: run in a background thread, so that a
+    page waits for it at most ``wait_s``, one at a time, and again only once the ledger has
+    grown and the gap since the last one has passed (``MIN_GAP_S``, or four times as long as
+    that one took). A full check reads every entry (seconds for a few hundred thousand), and a
+    page on a busy daemon re-reads itself every time the ledger grows: checked on every read,
+    it would take that long to load and keep a core busy for as long as someone watches.
+    """
 
-    def __init__(self, ledger: Ledger) -> None:
+    MIN_GAP_S = 10.0
+
+    def __init__(self, ledger: Ledger, *, clock: Clock = SYSTEM_CLOCK, wait_s: float = 0.5) -> None:
         self.ledger = ledger
+        self._clock = clock
+        self._wait_s = wait_s
         self._lock = threading.Lock()
-        self._result: tuple[int, bool, str] | None = None
+        self._finished = threading.Condition(self._lock)
+        self._running: int | None = None  # the size being checked
+        # The last check that finished: (size checked, ok or None if it could not run, text).
+        self._last: tuple[int, bool | None, str] | None = None
+        self._next_start = float("-inf")
 
-    def current(self) -> tuple[bool, str]:
-        """(ok, description) for the ledger as it is now."""
-        size = self.ledger.size
+    def current(self, wait_s: float | None = None) -> tuple[bool | None, str, int | None]:
+        """(ok, description, size checked) of the last check that finished, starting one if
+        due and waiting up to ``wait_s`` (default: the one given) for one running; ``ok`` is
+        ``None`` until a check has finished, or when it could not run."""
+        size = self.ledger.tree_head().size  # other daemons' entries included
+        wait = self._wait_s if wait_s is None else wait_s
         with self._lock:
-            if self._result is None or self._result[0] != size:
-                report = self.ledger.verify()
-                self._result = (size, report.ok, report.describe())
-            return self._result[1], self._result[2]
+            self._start_if_due(size)
+            if self._running is not None:
+                self._finished.wait_for(lambda: self._running is None, timeout=wait)
+            if self._last is None:
+                return None, f"checking the ledger's {size:,} entries…", None
+            checked, ok, text = self._last
+            if size > checked:
+                text += f" · {size - checked:,} entries since, not yet checked"
+            return ok, text, checked
+
+    def poll(self, size: int) -> int | None:
+        """Start a check if one is due for a ledger of ``size`` entries, without waiting for
+        it; the size the last finished check covered (``None`` before one finished)."""
+        with self._lock:
+            self._start_if_due(size)
+            return self._last[0] if self._last is not None else None
+
+    def _start_if_due(self, size: int) -> None:
+        """Start checking in the background if the ledger has grown since the last check
+        and the gap after it has passed (lock held)."""
+        checked = self._last[0] if self._last is not None else None
+        due = self._clock.monotonic() >= self._next_start
+        if self._running is None and checked != size and due:
+            self._running = size
+            thread = threading.Thread(target=self._check, name="assay ledger check")
+            thread.daemon = True
+            thread.start()
+
+    def _check(self) -> None:
+        started = self._clock.monotonic()
+        ok: bool | None
+        with self._lock:
+            assert self._running is not None
+            checked = self._running
+        try:
+            report = self.ledger.verify()
+            ok, text = report.ok, report.describe()
+            if report.ok:
+                checked = report.size  # entries stored since it started included
+        except AssayError as error:  # the ledger is closing, or cannot be read
+            ok, text = None, f"the ledger could not be checked: {error}"
+        took = self._clock.monotonic() - started
+        with self._lock:
+            self._last = (checked, ok, text)
+            self._running = None
+            self._next_start = self._clock.monotonic() + max(self.MIN_GAP_S, 4 * took)
+            self._finished.notify_all()
 
 
 def render_timeline(ledger: Ledger, *, app: str, check: LedgerCheck | None = None) -> str:
     """The page as HTML, built from the ledger's latest entries."""
-    verification = check.current() if check is not None else None
+    verification = None
+    checked = None
+    if check is not None:
+        ok, text, checked = check.current()
+        verification = (ok, text)
     timeline = build_timeline(ledger, window=DEFAULT_WINDOW, verification=verification)
-    return _templates.get_template("timeline.html").render(t=timeline, app=app)
+    return _templates.get_template("timeline.html").render(t=timeline, app=app, checked=checked)
 
 
 def timeline_routes(
@@ -67,7 +133,8 @@ def timeline_routes(
         if guard is not None:
             guard(request)
         tree = await asyncio.to_thread(ledger.tree_head)
-        return JSONResponse({"size": tree.size, "root": tree.root})
+        checked = check.poll(tree.size)
+        return JSONResponse({"size": tree.size, "root": tree.root, "checked": checked})
 
     return [
         Route("/", page, methods=["GET"], include_in_schema=False),

@@ -88,10 +88,13 @@ class Timeline:
 
 
 def build_timeline(
-    ledger: Ledger, *, window: int = DEFAULT_WINDOW, verification: tuple[bool, str] | None = None
+    ledger: Ledger,
+    *,
+    window: int = DEFAULT_WINDOW,
+    verification: tuple[bool | None, str] | None = None,
 ) -> Timeline:
     """The timeline of the latest ``window`` entries; ``verification`` is the ledger check
-    as (ok, description), when the caller has run it."""
+    as (ok, description), ``ok`` ``None`` while it has not come out either way."""
     head = ledger.tree_head()
     first = max(1, head.size - window + 1)
     entries = ledger.read(first, head.size + 1) if head.size else []
