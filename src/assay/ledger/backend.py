@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from assay.errors import CheckpointError, LedgerEntryError
 from assay.ledger.checkpoint import Checkpoint
-from assay.ledger.entry import KINDS, Entry, EntryDraft, format_timestamp
+from assay.ledger.entry import KINDS, Entry, EntryDraft, entry_from_canonical, format_timestamp
 
 BATCH: Final = 1000
 """How many rows a backend reads per round trip when iterating."""
@@ -239,8 +239,13 @@ class LedgerBackend(ABC):
         """Seal and store ``drafts`` consecutively, in order; return them once durable."""
 
     @abstractmethod
+    def read_canonical(self, start: int, stop: int) -> list[tuple[int, bytes]]:
+        """``(seq, canonical JSON)`` of the entries with ``start <= seq < stop``, in order,
+        as stored: what ``read`` parses, and all a Merkle leaf covers."""
+
     def read(self, start: int, stop: int) -> list[Entry]:
         """The entries with ``start <= seq < stop``, in order."""
+        return [entry_from_canonical(text, seq) for seq, text in self.read_canonical(start, stop)]
 
     @abstractmethod
     def size(self) -> int:

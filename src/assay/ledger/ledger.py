@@ -23,7 +23,7 @@ from assay.errors import LedgerEntryError, LedgerIntegrityError
 from assay.ledger.backend import BATCH, LedgerBackend
 from assay.ledger.checkpoint import Checkpoint, SigningKey
 from assay.ledger.entry import Entry, EntryDraft, stamp
-from assay.ledger.merkle import MerkleTree
+from assay.ledger.merkle import MerkleTree, leaf_hash
 from assay.ledger.proof import ConsistencyProof, InclusionProof, TreeHead
 from assay.ledger.verification import LedgerReport, Progress, verify_ledger
 from assay.redaction import REDACTED, Redaction
@@ -307,8 +307,9 @@ class Ledger:
                 tree.append(entry.leaf_hash)
                 continue
             stop = min((seq for seq in self._arrived if seq > following), default=size + 1)
-            batch = self._backend.read(following, min(stop, following + BATCH))
-            if not batch or batch[0].seq != following:
+            # The leaves only: no need to parse what is stored to hash it.
+            batch = self._backend.read_canonical(following, min(stop, following + BATCH))
+            if not batch or batch[0][0] != following:
                 raise LedgerIntegrityError(
                     f"entry {tree.size + 1} is missing from {self.url}; run verify_ledger",
                     seq=tree.size + 1,
@@ -316,10 +317,10 @@ class Ledger:
                     field="seq",
                 )
             following_on: list[bytes] = []
-            for stored in batch:
-                if stored.seq != following + len(following_on):
+            for seq, canonical in batch:
+                if seq != following + len(following_on):
                     break
-                following_on.append(stored.leaf_hash)
+                following_on.append(leaf_hash(canonical))
             tree.extend(following_on)
         for seq in [seq for seq in self._arrived if seq <= tree.size]:
             del self._arrived[seq]

@@ -69,10 +69,10 @@ class MemoryBackend(LedgerBackend):
         with self._lock:
             self._listeners.append(listener)
 
-    def read(self, start: int, stop: int) -> list[Entry]:
+    def read_canonical(self, start: int, stop: int) -> list[tuple[int, bytes]]:
         with self._lock:
             kept = self._entries[max(start, 1) - 1 : max(stop, 1) - 1]
-        return [entry_from_canonical(row[-1], row[0]) for row in kept]
+        return [(row[0], row[-1]) for row in kept]
 
     def size(self) -> int:
         with self._lock:

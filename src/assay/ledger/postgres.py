@@ -195,7 +195,7 @@ class PostgresBackend(GroupCommittedBackend):
         """The PostgreSQL schema holding the ledger's tables."""
         return self._schema
 
-    def read(self, start: int, stop: int) -> list[Entry]:
+    def read_canonical(self, start: int, stop: int) -> list[tuple[int, bytes]]:
         span = seq_span(start, stop)
         if span is None:
             return []
@@ -205,7 +205,7 @@ class PostgresBackend(GroupCommittedBackend):
             ),
             span,
         )
-        return [entry_from_canonical(entry.encode(), seq) for seq, entry in rows]
+        return [(seq, entry.encode()) for seq, entry in rows]
 
     def size(self) -> int:
         ((last,),) = self._fetch(sql.SQL("SELECT MAX(seq) FROM {}").format(self._entries), ())

@@ -180,14 +180,14 @@ class SQLiteBackend(GroupCommittedBackend):
         """The database file."""
         return self._path
 
-    def read(self, start: int, stop: int) -> list[Entry]:
+    def read_canonical(self, start: int, stop: int) -> list[tuple[int, bytes]]:
         span = seq_span(start, stop)
         if span is None:
             return []
         rows = self._fetch(
             "SELECT seq, entry FROM ledger_entries WHERE seq >= ? AND seq <= ? ORDER BY seq", span
         )
-        return [entry_from_canonical(_as_bytes(entry), seq) for seq, entry in rows]
+        return [(seq, _as_bytes(entry)) for seq, entry in rows]
 
     def size(self) -> int:
         ((last,),) = self._fetch("SELECT MAX(seq) FROM ledger_entries", ())
