@@ -10,6 +10,7 @@ import io
 import json
 import os
 import sys
+from contextlib import closing
 from typing import Any
 
 from assay.cli.arguments import whole_number
@@ -146,20 +147,23 @@ def run_verify(args: argparse.Namespace) -> int:
     try:
         if args.export == "-":
             lines = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
-            with TerminalProgress("verified", None) as progress:
+            with closing(TerminalProgress("verified", None)) as progress:
                 report = verify_jsonl(
                     lines, key, source="stdin", trusted=trusted, progress=progress
                 )
         elif args.export is not None:
             with (
                 open(args.export, encoding="utf-8", errors="surrogateescape") as handle,
-                TerminalProgress("verified", None) as progress,
+                closing(TerminalProgress("verified", None)) as progress,
             ):
                 report = verify_jsonl(
                     handle, key, source=args.export, trusted=trusted, progress=progress
                 )
         else:
-            with _open(args) as ledger, TerminalProgress("verified", ledger.size) as progress:
+            with (
+                _open(args) as ledger,
+                closing(TerminalProgress("verified", ledger.size)) as progress,
+            ):
                 report = ledger.verify(key, trusted=trusted, progress=progress)
     except OSError as error:
         return _fail(f"cannot read {args.export!r}: {error.strerror}")
@@ -180,7 +184,7 @@ def run_verify(args: argparse.Namespace) -> int:
 
 def run_export(args: argparse.Namespace) -> int:
     try:
-        with _open(args) as ledger, TerminalProgress("exported", ledger.size) as progress:
+        with _open(args) as ledger, closing(TerminalProgress("exported", ledger.size)) as progress:
             count = export_jsonl(ledger.backend, sys.stdout, progress=progress)
     except AssayError as error:
         return _fail(str(error))

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
-from types import TracebackType
-from typing import IO, Self
+from typing import IO
 
 REDRAW_S = 0.25
 
@@ -36,15 +35,8 @@ class TerminalProgress:
         self._stream.flush()
         self._shown = True
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """Erase the line, if one was shown (``contextlib.closing`` calls it)."""
         if self._shown:
             self._stream.write("\r\033[K")  # erase the line: what follows starts clean
             self._stream.flush()

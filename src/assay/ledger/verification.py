@@ -48,10 +48,14 @@ class LedgerProblem:
 
     def __str__(self) -> str:
         if self.checkpoint is not None and self.seq is None:
-            return f"checkpoint {self.checkpoint}: {self.reason}"
-        if self.seq is None or self.reason.startswith(f"entry {self.seq} "):
-            return self.reason  # it names the entry itself
-        return f"entry {self.seq}: {self.reason}"
+            subject = f"checkpoint {self.checkpoint}"
+        elif self.seq is not None:
+            subject = f"entry {self.seq}"
+        else:
+            return self.reason
+        if self.reason.startswith((f"{subject} ", f"{subject}'")):
+            return self.reason  # it names its subject itself
+        return f"{subject}: {self.reason}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,25 +271,46 @@ def _check_entries(
 
 def _check_extends(trusted: TreeHead, tree: MerkleTree) -> None:
     """Check that the verified entries extend the ``trusted`` head."""
-    if trusted.size > tree.size:
+    _check_head(
+        trusted,
+        tree,
+        name="the trusted head",
+        missing_hint=" (entries were removed, or this is an older copy)",
+        differs_hint=": they are not the entries it was taken from",
+    )
+
+
+def _check_head(
+    head: TreeHead,
+    tree: MerkleTree,
+    *,
+    name: str,
+    checkpoint: int | None = None,
+    missing_hint: str = "",
+    differs_hint: str = "",
+) -> None:
+    """Check that the verified entries extend ``head``, which ``name`` names in the problem:
+    at least as many of them, whose root at its size is its root."""
+    if head.size > tree.size:
         missing = tree.size + 1
         raise _FirstProblemError(
             LedgerProblem(
                 missing,
                 "seq",
-                f"entry {missing} is missing: the trusted head covers {trusted.size} entries, "
-                f"but only {tree.size} are stored (entries were removed, or this is an older "
-                "copy)",
+                f"entry {missing} is missing: {name} covers {head.size} entries, but only "
+                f"{tree.size} are stored{missing_hint}",
+                checkpoint,
             )
         )
-    root = tree.root(trusted.size).hex()
-    if root != trusted.root:
+    root = tree.root(head.size).hex()
+    if root != head.root:
         raise _FirstProblemError(
             LedgerProblem(
                 None,
                 "root",
-                f"the trusted head's root for {trusted.size} entries is {trusted.root}, but the "
-                f"stored entries give {root}: they are not the entries it was taken from",
+                f"{name}'s root for {head.size} entries is {head.root}, but the stored entries "
+                f"give {root}{differs_hint}",
+                checkpoint,
             )
         )
 
@@ -299,28 +324,8 @@ def _check_checkpoint(
         checkpoint = stored.checkpoint()
     except CheckpointError as error:
         raise _FirstProblemError(LedgerProblem(None, error.field, str(error), number)) from None
-    if checkpoint.size > tree.size:
-        missing = tree.size + 1
-        raise _FirstProblemError(
-            LedgerProblem(
-                missing,
-                "seq",
-                f"entry {missing} is missing: checkpoint {number} covers {checkpoint.size} "
-                f"entries, but only {tree.size} are stored",
-                number,
-            )
-        )
-    root = tree.root(checkpoint.size).hex()
-    if checkpoint.root != root:
-        raise _FirstProblemError(
-            LedgerProblem(
-                None,
-                "root",
-                f"signed root {checkpoint.root} for {checkpoint.size} entries, but the stored "
-                f"entries give {root}",
-                number,
-            )
-        )
+    head = TreeHead(checkpoint.size, checkpoint.root)
+    _check_head(head, tree, name=f"checkpoint {number}", checkpoint=number)
     if public_key is None:
         return 0
     try:
