@@ -174,6 +174,22 @@ def test_verify_unreachable_endpoint_exits_2() -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_a_probe_the_flags_set_wrongly_is_named_by_its_flag() -> None:
+    for given, said in (
+        (
+            ("--probe", "notaurl"),
+            "--probe 'notaurl' is not a URL assay can read; give an http:// or https:// URL of a "
+            "JSON endpoint",
+        ),
+        (
+            ("--probe", "http://127.0.0.1:9/state", "--interval-ms", "0"),
+            "--interval-ms must be 1 or more for --probe, not 0",
+        ),
+    ):
+        refused = run("verify", "a", *given)
+        assert (refused.returncode, refused.stderr) == (2, f"assay verify: error: {said}\n")
+
+
 def test_verify_syntax_error_exits_2_with_caret(state_file: Path) -> None:
     result = run("verify", "inbox.(", "--state", str(state_file))
     assert result.returncode == 2

@@ -11,7 +11,7 @@ from typing import Any
 
 from assay.cli.arguments import whole_number
 from assay.clock import SYSTEM_CLOCK
-from assay.errors import AssayError, ExpressionSyntaxError
+from assay.errors import AssayError, ExpressionSyntaxError, ProbeConfigError
 from assay.expr import compile_expression
 from assay.expr.values import type_of
 from assay.ledger import open_ledger
@@ -165,6 +165,15 @@ def run(args: argparse.Namespace) -> int:
             outcome = asyncio.run(_verify_file(args, state, options))
         else:
             outcome = asyncio.run(_verify_probe(args, options))
+    except ProbeConfigError as error:  # worded for the library: say it in the flags' terms
+        if error.parameter == "interval":
+            return _fail(f"--interval-ms must be 1 or more for --probe, not {args.interval_ms}")
+        if error.parameter == "url":
+            return _fail(
+                f"--probe {args.probe!r} is not a URL assay can read; give an http:// or "
+                "https:// URL of a JSON endpoint"
+            )
+        return _fail(f"--probe: {error}")
     except AssayError as error:
         return _fail(str(error))
     if args.ledger is not None:
