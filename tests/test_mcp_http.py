@@ -125,6 +125,11 @@ async def test_a_body_that_is_not_a_valid_message_is_refused_with_400_naming_why
             6,
             {"code": -32600, "message": "invalid request: method: Input should be a valid string"},
         )
+        neither = await refusal('{"jsonrpc":"2.0","id":5}')
+        assert neither[2]["message"] == (
+            "invalid request: the message has no method (a request or notification), result or "
+            "error (a response to the server)"
+        )
         batch = await refusal('[{"jsonrpc":"2.0","id":4,"method":"ping"}]')
         assert batch[2]["message"] == "invalid request: the message: Input should be an object"
         code, _, error = await refusal("nope")

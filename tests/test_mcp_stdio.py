@@ -182,6 +182,7 @@ def test_a_request_that_is_not_a_valid_message_is_answered_with_an_error_naming_
             {"jsonrpc": "2.0", "id": True, "method": "tools/list"},
             [{"jsonrpc": "2.0", "id": 5, "method": "tools/list"}],  # a batch: MCP has none
             {"jsonrpc": "2.0", "id": "\udc80", "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 7},  # neither a request nor a response
             {"jsonrpc": "2.0", "id": 6, "method": "tools/list"},
         )
     )
@@ -207,6 +208,11 @@ def test_a_request_that_is_not_a_valid_message_is_answered_with_an_error_naming_
             "message": "invalid request: a string holds half of a surrogate pair, such as "
             "\\ud800 alone, which is not Unicode text; send each character whole or as a full "
             "surrogate pair",
+        },
+        {
+            "code": -32600,
+            "message": "invalid request: the message has no method (a request or notification), "
+            "result or error (a response to the server)",
         },
     ]
     answers = {message["id"]: message for message in lines if message["id"] is not None}

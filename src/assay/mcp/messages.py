@@ -70,6 +70,12 @@ def _refusal(text: str, error: ValidationError, unit: str) -> mcp_types.JSONRPCE
         request_id = None  # a notification, not a request, or an id that cannot be answered
     if holds_half_surrogate_pair(data):
         return _error(request_id, mcp_types.PARSE_ERROR, HALF_SURROGATE_PAIR)
+    if isinstance(data, dict) and not {"method", "result", "error"} & data.keys():
+        reason = (
+            "the message has no method (a request or notification), result or error (a "
+            "response to the server)"
+        )
+        return _error(None, mcp_types.INVALID_REQUEST, reason)
     errors = error.errors()
     kind = _kind_of(data)
     first = next((e for e in errors if e["loc"][:1] == (kind,)), errors[0])
