@@ -169,6 +169,18 @@ def test_a_port_beyond_65535_is_refused_with_exit_2(tmp_path: Path) -> None:
     )
 
 
+def test_a_workflow_file_that_cannot_run_is_refused_at_start(tmp_path: Path) -> None:
+    flows = tmp_path / "flows"
+    flows.mkdir()
+    (flows / "broken.yaml").write_text("workflow: [\n")
+    done = assay("serve", "--port", "0", "--workflows", str(flows), cwd=tmp_path)
+    assert list(tmp_path.iterdir()) == [flows]  # refused before the default ledger was opened
+    assert done.returncode == 2
+    assert done.stderr.startswith(
+        f"assay serve: --workflows: {flows / 'broken.yaml'} is not valid YAML: "
+    )
+
+
 def test_the_command_serves_with_a_token_from_the_environment(tmp_path: Path) -> None:
     environ = {"ASSAY_TOKENS": f"agent:{SECRET}:read", "ASSAY_LEDGER": "memory:"}
     with spawn_daemon([], environ=environ) as daemon:

@@ -13,7 +13,7 @@ import logging
 import sys
 from typing import Any
 
-from assay.errors import ApplicationError, LedgerError, RequestError
+from assay.errors import ApplicationError, LedgerError, RequestError, WorkflowError
 from assay.host.defaults import DEFAULT_APPLICATION
 from assay.server.config import (
     DEFAULT_HOST,
@@ -99,6 +99,9 @@ def run_serve(args: argparse.Namespace) -> int:
 
     try:
         asyncio.run(run(config, ready=ready))
+    except WorkflowError as error:
+        print(f"assay serve: --workflows: {error}", file=sys.stderr)
+        return 2
     except (RequestError, ApplicationError, LedgerError) as error:
         print(f"assay serve: {error}", file=sys.stderr)
         return 2

@@ -23,23 +23,26 @@ from assay.ledger.url import open_ledger
 from assay.redaction import Redaction
 from assay.server.app import create_app
 from assay.server.config import ServerConfig
-from assay.workflow.definition import Workflow
+from assay.workflow.definition import Workflow, load_workflow
 from assay.workflow.examples import COMPETITOR_DEEP_DIVE
-from assay.workflow.service import Workflows, workflow_file
+from assay.workflow.service import Workflows, workflow_file, workflow_files
 
 logger = logging.getLogger("assay.server")
 
 
 async def run(config: ServerConfig, *, ready: Callable[[str], None] | None = None) -> None:
     """Serve until interrupted (SIGINT/SIGTERM); ``ready`` is called with the URL once the
-    socket listens. ``RequestError`` for unsafe settings and ``ApplicationError`` for an
-    address it cannot listen on (a port in use), both before anything else is opened.
+    socket listens. ``RequestError`` for unsafe settings, ``ApplicationError`` for an address
+    it cannot listen on (a port in use) and ``WorkflowError`` for a workflow file that cannot
+    run, all before anything else is opened.
 
     It runs the process: once the app is built, the collector is set up for serving
     (``prepare_to_serve``)."""
     config.check()
     listener = listen(config.host, config.port, name="daemon")
     with listener:  # closed however the run ends; uvicorn's own close is harmless
+        for path in workflow_files(config.workflows).values():
+            load_workflow(path)  # a file that cannot run is refused now, not at its first run
         application = load_application(config.app)
         redaction = Redaction((*application.redaction, *config.redact))
         ledger = open_ledger(config.ledger, redaction=redaction)

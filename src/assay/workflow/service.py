@@ -53,11 +53,7 @@ class Workflows:
     def names(self) -> list[str]:
         """The workflows runnable by name, sorted: those given, and each ``NAME.yaml`` (or
         ``.yml``) in the directories. The files are not read: one may still be invalid."""
-        found = set(self.known)
-        for directory in self.directories:
-            for suffix in (".yaml", ".yml"):
-                found.update(path.stem for path in directory.glob(f"*{suffix}") if path.is_file())
-        return sorted(found)
+        return sorted({*self.known, *workflow_files(self.directories)})
 
     def runnable(self, name: str) -> bool:
         """Whether ``name`` is one of ``names()``."""
@@ -110,6 +106,18 @@ class Workflows:
         if record.source is not None:
             return load_workflow(record.source)
         return self.load(record.workflow)
+
+
+def workflow_files(directories: Iterable[str | Path]) -> dict[str, Path]:
+    """Each ``NAME.yaml`` (or ``.yml``) in ``directories`` by NAME, the first one found for a
+    name as ``workflow_file`` finds it."""
+    found: dict[str, Path] = {}
+    for directory in directories:
+        for suffix in (".yaml", ".yml"):
+            for path in sorted(Path(directory).glob(f"*{suffix}")):
+                if path.is_file():
+                    found.setdefault(path.stem, path)
+    return found
 
 
 def workflow_file(name: str, directories: Iterable[str | Path]) -> Path | None:
