@@ -171,7 +171,8 @@ class Session:
     ) -> FireResult:
         """Fire an action; returns at once with the fire-time result. Call it on a running
         event loop, where its settlement and verification run: ``SessionError`` otherwise,
-        before anything is done."""
+        and ``WrongTypeError`` for an argument of the wrong kind, both before anything is
+        done. Bad values (args that break the action's schema) are refused in the result."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
