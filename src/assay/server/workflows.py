@@ -48,7 +48,7 @@ class WorkflowList(BaseModel):
 
     workflows: list[str] = Field(
         description="the names POST /v1/workflows/{name}/runs takes, sorted; a NAME.yaml file "
-        "is read only when a run of it starts"
+        "is read at start and again when a run of it starts"
     )
 
 
