@@ -85,3 +85,51 @@ def test_a_workflow_file_given_to_the_daemon_takes_the_place_of_the_built_in_one
     assert run["status"] == "completed"
     assert list(run["committed"]) == ["select_hypotheses", "write_brief"]
     assert run["source"] == str(EXAMPLES / "competitor_deep_dive.yaml")
+
+
+APPROVAL = (
+    "workflow: approval\nbudget: {iterations_per_attempt: 1}\nsteps:\n  - id: a\n"
+    "    executor: workflow_cli_steps:needs_approval\n    empty_output: {items: []}\n"
+    "    verify: {criteria: ['output.items.every(i => i > 0)']}\n"
+    "    escalation: [fresh_attempt, human]\n"
+)
+
+
+def test_a_workflow_file_broken_after_the_daemon_started_is_answered_409_not_400(
+    tmp_path: Path,
+) -> None:
+    """The file is the operator's, so the caller gets a conflict naming it (it got 400, as if
+    its own request were at fault); once the file is mended, the parked run resumes."""
+    directory = tmp_path / "flows"
+    directory.mkdir()
+    flow = directory / "approval.yaml"
+    flow.write_text(APPROVAL, encoding="utf-8")
+    tests = str(Path(__file__).resolve().parent)
+    arguments = ["--ledger", f"sqlite:///{tmp_path / 'ledger.db'}", "--workflows", str(directory)]
+    with spawn_daemon(arguments, environ={"PYTHONPATH": tests}) as daemon:
+        parked = httpx.post(f"{daemon.url}/v1/workflows/approval/runs", json={}, timeout=60)
+        assert parked.json()["status"] == "parked", parked.text
+        run_id = parked.json()["run_id"]
+
+        flow.write_text("workflow: approval\nsteps: [", encoding="utf-8")
+        started = httpx.post(f"{daemon.url}/v1/workflows/approval/runs", json={}, timeout=60)
+        resumed = httpx.post(
+            f"{daemon.url}/v1/runs/{run_id}/resume", json={"input": {"approve": True}}, timeout=60
+        )
+        for response, what in ((started, "the workflow 'approval'"), (resumed, "run")):
+            assert response.status_code == 409, response.text
+            problem = response.json()
+            assert problem["type"] == "urn:assay:problem:workflow-unavailable"
+            assert problem["detail"].startswith(f"{what}")
+            assert f"{flow} is not valid YAML" in problem["detail"]
+            assert problem["detail"].endswith(
+                "; whoever runs this daemon must fix its file (the request was not at fault)"
+            )
+        assert resumed.json()["detail"].startswith(f"run {run_id!r}'s workflow cannot be loaded")
+
+        flow.write_text(APPROVAL, encoding="utf-8")
+        done = httpx.post(
+            f"{daemon.url}/v1/runs/{run_id}/resume", json={"input": {"approve": True}}, timeout=60
+        )
+    assert done.status_code == 200, done.text
+    assert done.json()["committed"] == {"a": {"items": [1]}}

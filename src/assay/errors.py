@@ -27,7 +27,8 @@ resembles, so callers can catch either::
     ├── NotFoundError(LookupError)                  no session, transition or entry by that id
     ├── ApplicationError(RuntimeError)              an application could not be loaded or run
     ├── WorkflowError(ValueError)                   a workflow or a run's input is invalid
-    │   └── WorkflowLintError                       a workflow breaks an authoring rule
+    │   ├── WorkflowLintError                       a workflow breaks an authoring rule
+    │   └── WorkflowUnavailableError                a daemon's workflow file no longer loads
     ├── RunError(RuntimeError)                      an illegal move in a workflow run's life
     │   └── RunNotFoundError(LookupError)           no run by that id in the ledger
     ├── ModelError(RuntimeError)                    the model verifier's model could not answer
@@ -319,6 +320,12 @@ class WorkflowError(AssayError, ValueError):
         self.workflow = workflow
         self.step = step
         self.field = field
+
+
+class WorkflowUnavailableError(WorkflowError):
+    """A workflow the daemon runs (by name, or to resume a run) no longer loads: its file was
+    changed into one that cannot run after the daemon started, or is gone. Whoever runs the
+    daemon must fix it; the request that found it was not at fault."""
 
 
 class WorkflowLintError(WorkflowError):

@@ -34,6 +34,7 @@ from assay.errors import (
     RunNotFoundError,
     StateError,
     WorkflowError,
+    WorkflowUnavailableError,
 )
 from assay.host.wire import ActionResponse, Problem
 from assay.state.canonical import HALF_SURROGATE_PAIR
@@ -159,6 +160,7 @@ def install(app: FastAPI) -> None:
         WorkflowError,
     ):
         app.add_exception_handler(error, _bad_request)
+    app.add_exception_handler(WorkflowUnavailableError, _workflow_unavailable)
     app.add_exception_handler(RunNotFoundError, _run_not_found)
     app.add_exception_handler(RunError, _run_conflict)
     app.add_exception_handler(Exception, _unexpected)
@@ -276,6 +278,18 @@ async def _bad_request(request: Request, error: Exception) -> ProblemResponse:
             members[name] = value
     code = _CODES.get(type(error), "bad-request")
     return problem_response(request, 400, code, "Bad request", str(error), **members)
+
+
+async def _workflow_unavailable(request: Request, error: Exception) -> ProblemResponse:
+    assert isinstance(error, WorkflowUnavailableError)
+    return problem_response(
+        request,
+        409,
+        "workflow-unavailable",
+        "Workflow unavailable",
+        str(error),
+        workflow=error.workflow,
+    )
 
 
 async def _run_not_found(request: Request, error: Exception) -> ProblemResponse:

@@ -9,17 +9,19 @@ verdicts, commits, escalations and parks are already in the ledger by then.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay.errors import NotFoundError
+from assay.errors import NotFoundError, WorkflowError, WorkflowUnavailableError
 from assay.server.auth import Principal, require
 from assay.server.declared import errors
 from assay.server.json_body import JSONRoute
 from assay.server.query import known_query
 from assay.server.tokens import Scope
+from assay.workflow.definition import Workflow
 from assay.workflow.run import RunRecord
 from assay.workflow.service import Workflows
 
@@ -93,7 +95,8 @@ async def start(
             kind="workflow",
             id=name,
         )
-    return await workflows.astart(name, body.input)
+    workflow = _loaded(lambda: workflows.load(name), f"the workflow {name!r}")
+    return await workflows.engine(workflow).astart(body.input)
 
 
 @router.get(
@@ -157,4 +160,19 @@ async def resume(
     who: Annotated[Principal, Depends(require(Scope.ACT))],
 ) -> RunRecord:
     """Resume ``run_id``; a completed run cannot be resumed (409)."""
-    return await workflows.aresume(run_id, body.input)
+    workflow = _loaded(lambda: workflows.workflow_of(run_id), f"run {run_id!r}'s workflow")
+    return await workflows.engine(workflow).aresume(run_id, body.input)
+
+
+def _loaded(load: Callable[[], Workflow], what: str) -> Workflow:
+    """``load()``. A workflow file is read again at each run; one that no longer loads is
+    the operator's to fix, not the caller's (``WorkflowUnavailableError``, answered 409)."""
+    try:
+        return load()
+    except WorkflowError as exc:
+        raise WorkflowUnavailableError(
+            f"{what} cannot be loaded now: {exc}; whoever runs this daemon must fix its file "
+            "(the request was not at fault)",
+            workflow=exc.workflow,
+            field=exc.field,
+        ) from exc

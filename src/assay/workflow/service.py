@@ -94,12 +94,13 @@ class Workflows:
 
     def resume(self, run_id: str, human: Mapping[str, Any] | None = None) -> RunRecord:
         """Resume a parked or interrupted run from its last commit with ``human`` input."""
-        return self.engine(self._workflow_of(run_id)).resume(run_id, human)
+        return self.engine(self.workflow_of(run_id)).resume(run_id, human)
 
     async def aresume(self, run_id: str, human: Mapping[str, Any] | None = None) -> RunRecord:
-        return await self.engine(self._workflow_of(run_id)).aresume(run_id, human)
+        return await self.engine(self.workflow_of(run_id)).aresume(run_id, human)
 
-    def _workflow_of(self, run_id: str) -> Workflow:
+    def workflow_of(self, run_id: str) -> Workflow:
+        """The workflow run ``run_id`` ran, found again as it was when the run started."""
         record = read_run(self.ledger, run_id)
         if record.workflow in self.known:
             return self.known[record.workflow]
