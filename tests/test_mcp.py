@@ -133,6 +133,11 @@ async def test_bad_arguments_are_tool_errors_that_say_what_to_fix(
     )
     listed = await client.call_tool("list_actions", {"page": "panel"})
     assert _text(listed) == "list_actions: no argument is called 'page'; it takes none"
+    # What a refusal says a tool takes is what tools/list shows the client it takes.
+    for tool in (await client.list_tools()).tools:
+        refused = await client.call_tool(tool.name, {"zzz": 1})
+        taken = ", ".join(tool.input_schema.get("properties", {})) or "none"
+        assert _text(refused) == f"{tool.name}: no argument is called 'zzz'; it takes {taken}"
     assert [entry.kind for entry in host.ledger.query()] == ["refusal"]
 
 

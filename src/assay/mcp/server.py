@@ -89,11 +89,6 @@ def build_server(host: Host, *, session: str | None = None, name: str = "assay")
     }
     for tool_name, (function, description, hints) in registered.items():
         server.add_tool(function, tool_name, description=description, annotations=hints)
-        server.parameters[tool_name] = tuple(
-            parameter.name
-            for parameter in inspect.signature(function).parameters.values()
-            if parameter.kind is not parameter.KEYWORD_ONLY  # the SDK's context
-        )
     return server
 
 
@@ -105,10 +100,20 @@ class _Server(MCPServer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.parameters: dict[str, tuple[str, ...]] = {}  # each tool's, as registered
+        self._taken: dict[str, tuple[str, ...]] = {}
+
+    async def arguments_taken(self, name: str) -> tuple[str, ...] | None:
+        """The arguments tool ``name`` takes, as its input schema in ``tools/list`` names
+        them; ``None`` for a tool there is not."""
+        if name not in self._taken:
+            self._taken = {
+                tool.name: tuple(tool.input_schema.get("properties", {}))
+                for tool in await self.list_tools()
+            }
+        return self._taken.get(name)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        taken = self.parameters.get(name)
+        taken = await self.arguments_taken(name)
         unknown = [key for key in arguments if taken is not None and key not in taken]
         if unknown:
             raise ToolError(
