@@ -240,7 +240,17 @@ def test_query_filters_by_kind_transition_time_and_position(ledger_url: str) -> 
 def test_missing_entry_and_bad_url_exit_2(ledger_url: str) -> None:
     missing = run("ledger", "show", "99", "--ledger", ledger_url)
     assert missing.returncode == 2
-    assert missing.stderr == "assay ledger: error: there is no entry 99\n"
+    assert missing.stderr == (
+        f"assay ledger: error: there is no entry 99; the ledger {ledger_url} holds entries 1 to 6\n"
+    )
+    unknown = run("ledger", "show", "1", "--nope", "--ledger", ledger_url)
+    assert (unknown.returncode, unknown.stderr.splitlines()[-2:]) == (
+        2,
+        [
+            "assay ledger show: error: unrecognized arguments: --nope",
+            "(run 'assay ledger show --help' for usage)",
+        ],
+    )
     bad = run("ledger", "verify", "--ledger", "ftp://example/ledger")
     assert bad.returncode == 2
     assert "Traceback" not in bad.stderr
@@ -314,7 +324,8 @@ def test_a_seq_beyond_64_bits_is_no_entry_and_negative_counts_are_usage_errors(
     shown = run("ledger", "show", huge, "--ledger", ledger_url)
     assert (shown.returncode, shown.stderr) == (
         2,
-        f"assay ledger: error: there is no entry {huge}\n",
+        f"assay ledger: error: there is no entry {huge}; the ledger {ledger_url} holds entries "
+        "1 to 6\n",
     )
     found = run("ledger", "query", "--after", huge, "--ledger", ledger_url)
     assert (found.returncode, found.stdout, found.stderr) == (0, "", "0 entries\n")

@@ -217,10 +217,12 @@ def run_show(args: argparse.Namespace) -> int:
     try:
         with _open(args) as ledger:
             entry = ledger.entry(args.seq)
+            size, url = ledger.size, ledger.url
     except AssayError as error:
         return _fail(str(error))
     if entry is None:
-        return _fail(f"there is no entry {args.seq}")
+        held = f"entries 1 to {size}" if size > 1 else "entry 1" if size else "no entries"
+        return _fail(f"there is no entry {args.seq}; the ledger {url} holds {held}")
     print(json.dumps(json.loads(_entry_json(entry)), indent=2, ensure_ascii=False))
     return 0
 

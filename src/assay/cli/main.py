@@ -30,7 +30,19 @@ EXIT_CODES = """exit codes:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, with usage errors that end in a hint and exit with code 2."""
+    """argparse, with usage errors that end in a hint and exit with code 2, and an argument
+    a command does not take refused by that command (argparse leaves it to the top level,
+    which shows the usage of ``assay`` and hints at ``assay --help``)."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        # A command's parser is given every argument after the command's name; one it does
+        # not take is no other parser's either.
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
