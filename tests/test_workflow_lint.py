@@ -229,3 +229,21 @@ def test_a_yaml_files_model_path_is_read_from_its_directory(tmp_path: Path) -> N
     model = load_workflow(path).model
     assert model is not None
     assert (model.path, model.base_url) == (str(tmp_path.resolve() / "models" / "judge.gguf"), None)
+
+
+def test_a_yaml_file_that_is_not_a_mapping_is_refused_saying_what_it_holds(
+    tmp_path: Path,
+) -> None:
+    for name, text, got in (
+        ("empty", "", "nothing (the file is empty)"),
+        ("comment", "# a workflow, one day\n", "nothing (the file is empty)"),
+        ("listed", "- a\n- b\n", "a list"),
+        ("scalar", "competitor_deep_dive\n", "a str"),
+    ):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(WorkflowError) as refused:
+            load_workflow(path)
+        assert str(refused.value) == (
+            f"{path.resolve()}: a workflow is a mapping with workflow, steps and budget; got {got}"
+        )

@@ -223,9 +223,9 @@ def _fail(message: str, name: str, step: str | None = None, field: str | None = 
 def _parse_workflow(raw: Any, *, source: str | None, base: Path | None) -> Workflow:
     where = source or "<mapping>"
     if not isinstance(raw, Mapping):
+        got = "nothing (the file is empty)" if raw is None else f"a {type(raw).__name__}"
         raise WorkflowError(
-            f"{where}: a workflow is a mapping with workflow, steps and budget; got "
-            f"{type(raw).__name__}",
+            f"{where}: a workflow is a mapping with workflow, steps and budget; got {got}",
             workflow=where,
         )
     known = {"workflow", "description", "budget", "steps", "model", "example_input"}
