@@ -26,14 +26,19 @@ def run_verification(
     *,
     options: VerifyOptions = DEFAULT,
     redaction: Redaction | None = None,
+    after_action: bool = True,
 ) -> VerificationOutcome:
-    """Start a verification, play ``script`` against the store on virtual time, return it."""
+    """Start a verification, play ``script`` against the store on virtual time, return it;
+    as after an action (the snapshot before it given) unless ``after_action`` is false."""
 
     async def main() -> VerificationOutcome:
         clock = VirtualClock()
         store = StateStore(initial, clock=clock)
+        before = store.current if after_action else None
         task = asyncio.create_task(
-            verify(predicate, store, options=options, clock=clock, redaction=redaction)
+            verify(
+                predicate, store, before=before, options=options, clock=clock, redaction=redaction
+            )
         )
         await clock.settle()
         await script(store, clock)
@@ -131,6 +136,26 @@ def test_failed_while_other_keys_changed_names_them() -> None:
         "inbox.sent_count remained 14 after 10 poll cycles (5000ms), while drone.mode, "
         "inbox.drafts changed. The action may have changed something other than what was "
         "checked."
+    )
+
+
+def test_a_check_with_no_action_before_it_blames_no_action() -> None:
+    """POST /v1/verify, MCP verify and ``assay verify`` fire nothing: their narratives said
+    'The action may have failed silently' all the same."""
+
+    async def others_change(store: StateStore, clock: VirtualClock) -> None:
+        await clock.advance(1)
+        store.report({"inbox.drafts": 2})
+
+    initial = {"inbox": {"sent_count": 14, "drafts": 3}}
+    expression = compile_expression("inbox.sent_count == 15")
+    still = run_verification(expression, initial, nothing, options=POLL, after_action=False)
+    assert still.narrative == (
+        "inbox.sent_count remained 14 after 10 poll cycles (5000ms); nothing observable changed."
+    )
+    moved = run_verification(expression, initial, others_change, options=POLL, after_action=False)
+    assert moved.narrative == (
+        "inbox.sent_count remained 14 after 10 poll cycles (5000ms), while inbox.drafts changed."
     )
 
 

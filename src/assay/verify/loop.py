@@ -48,8 +48,10 @@ async def verify(
     redaction: Redaction | None = None,
     subject: str | None = None,
 ) -> VerificationOutcome:
-    """Verify ``predicate`` against ``store``; ``before`` is the pre-action snapshot."""
+    """Verify ``predicate`` against ``store``; ``before`` is the snapshot taken before the
+    action. Without one there was no action, and the narrative blames none."""
     redaction = redaction or Redaction.none()
+    after_action = before is not None
     before = before if before is not None else store.current
     loop = asyncio.get_running_loop()
     start = clock.monotonic()
@@ -122,6 +124,7 @@ async def verify(
         elapsed_ms=elapsed_ms,
         redaction=redaction,
         subject=subject,
+        after_action=after_action,
     )
 
 
@@ -144,6 +147,7 @@ def _outcome(
     elapsed_ms: int,
     redaction: Redaction,
     subject: str | None,
+    after_action: bool,
 ) -> VerificationOutcome:
     changed = store.changes_between(before, final)
     passed = check.result is True
@@ -158,6 +162,7 @@ def _outcome(
         elapsed_ms=elapsed_ms,
         changed=changed,
         redaction=redaction,
+        after_action=after_action,
     )
     return VerificationOutcome(
         passed=passed,

@@ -40,6 +40,8 @@ class Observation:
     elapsed_ms: int
     changed: Sequence[FieldChange]
     redaction: Redaction
+    after_action: bool = True
+    """Whether an action preceded the verification: a bare check has no action to blame."""
 
 
 def narrate(observation: Observation) -> str:
@@ -62,17 +64,15 @@ def narrate(observation: Observation) -> str:
         return f"{observation.subject} evaluated to false {timing}; it reads no state keys."
     clauses = " and ".join(read.describe() for read in reads)
     failing = _failing_conditions(observation)
+    action = observation.after_action
     if not observation.changed:
-        return (
-            f"{clauses} {timing}; nothing observable changed. The action may have failed silently."
-        )
+        blame = " The action may have failed silently." if action else ""
+        return f"{clauses} {timing}; nothing observable changed.{blame}"
     read_changed = any(read.changed for read in reads)
     others = _other_changes(observation)
     if not read_changed:
-        return (
-            f"{clauses} {timing}, while {others} changed. "
-            "The action may have changed something other than what was checked."
-        )
+        blame = " The action may have changed something other than what was checked."
+        return f"{clauses} {timing}, while {others} changed.{blame if action else ''}"
     text = f"{clauses} {timing}, but the {observation.subject.lower()} still evaluated to false"
     if failing:
         text += f" ({failing})"
