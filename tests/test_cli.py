@@ -167,6 +167,20 @@ def test_verify_polls_a_live_endpoint() -> None:
     assert outcome["passed"] is True
 
 
+def test_verify_takes_part_of_an_endpoints_response_under_a_state_key() -> None:
+    from apps import DelayedApp, serve
+
+    app = DelayedApp(delay=0)
+    with serve(app) as url:
+        app.act("/send")
+        result = run(
+            "verify", "mail.sent_count === 1", "--probe", f"{url}/state", "--pointer", "/inbox",
+            "--into", "mail", "--timeout-ms", "20000", "--interval-ms", "50",
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["passed"] is True
+
+
 def test_verify_unreachable_endpoint_exits_2() -> None:
     result = run("verify", "a", "--probe", "http://127.0.0.1:9/state", "--timeout-ms", "0")
     assert result.returncode == 2
@@ -184,6 +198,21 @@ def test_a_probe_the_flags_set_wrongly_is_named_by_its_flag() -> None:
         (
             ("--probe", "http://127.0.0.1:9/state", "--interval-ms", "0"),
             "--interval-ms must be 1 or more for --probe, not 0",
+        ),
+        (
+            ("--probe", "http://127.0.0.1:9/state", "--pointer", "inbox"),
+            "--pointer: invalid JSON pointer 'inbox': it must be empty or start with '/' (write "
+            "'/inbox' to select the key 'inbox')",
+        ),
+        (
+            ("--probe", "http://127.0.0.1:9/state", "--into", "a..b"),
+            "--into: into 'a..b' is not a state key: invalid path 'a..b' at position 2: empty "
+            "segment before '.'; remove the extra dot; write [\"\"] for a key that is the empty "
+            "string",
+        ),
+        (
+            ("--state", "-", "--into", "inbox"),
+            "--into selects from an endpoint's response, so it goes with --probe",
         ),
     ):
         refused = run("verify", "a", *given)

@@ -100,6 +100,13 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, "application/json", b'{"x": NaN}')
         elif self.path == "/boom":
             self._send(500, "text/plain", b"database on fire")
+        elif self.path in ("/moved", "/moved-away"):
+            self.send_response(307 if self.path == "/moved" else 302)
+            self.send_header("Location", "/state" if self.path == "/moved" else "/gone")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif self.path == "/gone":
+            self._send(410, "text/plain", b"")
         elif self.path == "/stall":
             app.release.wait(10)
             self._send(200, "application/json", b"{}")
@@ -188,8 +195,12 @@ def test_http_probe_failures_name_the_url_the_status_and_the_problem(
         """NaN is not JSON): '{"x": NaN}'"""
     )
     assert read_error(HttpProbe(f"{base}/list")) == (
-        f"the response of GET {base}/list is an array; without into= it must be an object "
-        "whose keys become state keys (pass into='key' to keep it whole)"
+        f"the response of GET {base}/list is an array; it must be an object, whose keys "
+        "become state keys, unless the probe is given a state key to keep it whole under "
+        "(into='key'; assay verify --into KEY)"
+    )
+    assert read_error(HttpProbe(f"{base}/gone")) == (
+        f"GET {base}/gone answered HTTP 410 Gone, expected a 2xx JSON response; an empty body"
     )
     assert read_error(HttpProbe(f"{base}/state", pointer="/inbox/unread", into="x")) == (
         f"JSON pointer '/inbox/unread' does not resolve in the response of GET {base}/state: "
@@ -204,8 +215,19 @@ def test_http_probe_pointer_to_an_object_without_into_owns_its_keys(
     assert read(HttpProbe(f"{base}/state", pointer="/inbox")) == {"sent_count": 14}
     assert read_error(HttpProbe(f"{base}/state", pointer="/inbox/sent_count")) == (
         f"the value at JSON pointer '/inbox/sent_count' of GET {base}/state is a number; "
-        "without into= it must be an object whose keys become state keys (pass into='key' "
-        "to keep it whole)"
+        "it must be an object, whose keys become state keys, unless the probe is given a "
+        "state key to keep it whole under (into='key'; assay verify --into KEY)"
+    )
+
+
+def test_http_probe_follows_redirects_and_names_where_one_led(app: tuple[App, str]) -> None:
+    """A state endpoint behind a redirect (a trailing slash, a moved route) is read where it
+    led; it used to fail with 'answered HTTP 307 Temporary Redirect'."""
+    state, base = app
+    assert read(HttpProbe(f"{base}/moved")) == state.state
+    assert read_error(HttpProbe(f"{base}/moved-away")) == (
+        f"GET {base}/moved-away answered HTTP 410 Gone (redirected to {base}/gone), expected "
+        "a 2xx JSON response; an empty body"
     )
 
 
@@ -254,8 +276,10 @@ def test_http_probe_configuration_errors() -> None:
     with pytest.raises(ProbeConfigError) as caught:
         HttpProbe("http://[::1/")
     assert str(caught.value) == "'http://[::1/' is not a valid URL: Invalid port: ':1'"
-    with pytest.raises(ContractError):
+    with pytest.raises(ProbeConfigError) as caught:
         HttpProbe("http://127.0.0.1/", into="a..b")
+    assert caught.value.parameter == "into"
+    assert str(caught.value).startswith("into 'a..b' is not a state key: invalid path 'a..b' ")
 
 
 def test_json_pointer_follows_rfc_6901() -> None:

@@ -38,6 +38,19 @@ def register(commands: Any) -> None:
     )
     source.add_argument("--probe", metavar="URL", help="an HTTP endpoint returning a JSON object")
     parser.add_argument(
+        "--pointer",
+        metavar="POINTER",
+        help="with --probe: the RFC 6901 JSON pointer of the part of the response that holds "
+        "the state, e.g. /data",
+    )
+    parser.add_argument(
+        "--into",
+        metavar="KEY",
+        help="with --probe: keep the response (or the part --pointer selects) whole under "
+        "this state key, e.g. orders for an array; without it, it must be an object whose "
+        "keys become state keys",
+    )
+    parser.add_argument(
         "--timeout-ms",
         type=whole_number("milliseconds"),
         default=DEFAULT_TIMEOUT_MS,
@@ -131,7 +144,9 @@ async def _verify_file(
 
 async def _verify_probe(args: argparse.Namespace, options: VerifyOptions) -> VerificationOutcome:
     expression = compile_expression(args.expression)
-    probe = HttpProbe(args.probe, interval=args.interval_ms / 1000)
+    probe = HttpProbe(
+        args.probe, into=args.into, pointer=args.pointer, interval=args.interval_ms / 1000
+    )
     substrate = Substrate(probes=[probe])
     assert substrate.poller is not None
     await substrate.poller.read_once()
@@ -151,6 +166,9 @@ def run(args: argparse.Namespace) -> int:
     except ExpressionSyntaxError as error:
         return _fail(f"the expression has a syntax error: {error}")
     state: dict[str, Any] | str | None = None
+    for flag, given in (("--into", args.into), ("--pointer", args.pointer)):
+        if given is not None and args.probe is None:
+            return _fail(f"{flag} selects from an endpoint's response, so it goes with --probe")
     if args.state is not None:
         state = load_state(args.state)
         if isinstance(state, str):
@@ -173,6 +191,8 @@ def run(args: argparse.Namespace) -> int:
                 f"--probe {args.probe!r} is not a URL assay can read; give an http:// or "
                 "https:// URL of a JSON endpoint"
             )
+        if error.parameter in ("into", "pointer"):
+            return _fail(f"--{error.parameter}: {error}")
         return _fail(f"--probe: {error}")
     except AssayError as error:
         return _fail(str(error))

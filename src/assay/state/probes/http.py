@@ -3,7 +3,7 @@
 The whole document, or the part an RFC 6901 pointer selects, goes under one state key
 (``into="inbox"``); without ``into`` it must be an object, and its top-level keys are the
 keys the probe owns. Any answer other than a 2xx JSON document is a failed read whose
-message names the URL, the status and what was wrong.
+message names the URL, the status and what was wrong. Redirects are followed.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import httpx
 
-from assay.errors import ProbeConfigError, ProbeError
+from assay.errors import ContractError, ProbeConfigError, ProbeError
 from assay.expr.path import format_path, json_type_name, parse_path
 from assay.state.probes.pointer import JsonPointer
 from assay.state.probes.probe import DEFAULT_INTERVAL, check_interval, display_url
@@ -32,6 +32,11 @@ _PHASES: Final = {
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+def _redirected(response: httpx.Response) -> str:
+    """Where a followed redirect led, for a message about the response that ended it."""
+    return f" (redirected to {display_url(str(response.url))})" if response.history else ""
 
 
 def _excerpt(text: str) -> str:
@@ -66,7 +71,12 @@ class HttpProbe:
                 parameter="url",
             )
         if into is not None:
-            parse_path(into)
+            try:
+                parse_path(into)
+            except ContractError as exc:
+                raise ProbeConfigError(
+                    f"into {into!r} is not a state key: {exc}", parameter="into"
+                ) from None
         if not timeout > 0:
             raise ProbeConfigError(
                 f"timeout is a positive number of seconds, got {timeout!r}", parameter="timeout"
@@ -96,7 +106,7 @@ class HttpProbe:
         request = f"GET {self._shown}"
         try:
             response = await self._client().get(
-                self.url, headers=self.headers, timeout=self.timeout
+                self.url, headers=self.headers, timeout=self.timeout, follow_redirects=True
             )
         except httpx.TimeoutException as exc:
             phase = _PHASES.get(type(exc), "waiting")
@@ -111,9 +121,10 @@ class HttpProbe:
             ) from exc
         status = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
         if not response.is_success:
+            body = f"body {_excerpt(response.text)}" if response.content else "an empty body"
             raise ProbeError(
-                f"{request} answered {status}, expected a 2xx JSON response; body "
-                f"{_excerpt(response.text)}",
+                f"{request} answered {status}{_redirected(response)}, expected a 2xx JSON "
+                f"response; {body}",
                 source=self._shown,
             )
         try:
@@ -121,7 +132,8 @@ class HttpProbe:
         except ValueError as exc:
             content_type = response.headers.get("content-type", "no content-type")
             raise ProbeError(
-                f"{request} answered {status} with a body that is not JSON ({content_type}; "
+                f"{request} answered {status}{_redirected(response)} with a body that is not "
+                f"JSON ({content_type}; "
                 f"{exc}): {_excerpt(response.text)}",
                 source=self._shown,
             ) from exc
@@ -157,8 +169,9 @@ class HttpProbe:
             return {self.into: value}
         if not isinstance(value, dict):
             raise ProbeError(
-                f"{where} of {request} is {json_type_name(value)}; without into= it must be "
-                "an object whose keys become state keys (pass into='key' to keep it whole)",
+                f"{where} of {request} is {json_type_name(value)}; it must be an object, "
+                "whose keys become state keys, unless the probe is given a state key to keep "
+                "it whole under (into='key'; assay verify --into KEY)",
                 source=self._shown,
             )
         return {format_path((key,)): item for key, item in value.items()}
