@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -484,6 +485,24 @@ def test_arguments_of_the_wrong_type_raise_before_anything_is_done() -> None:
         "verify_timeout_ms must be 0 or more milliseconds, not -5",
     )
     assert calls == []
+
+
+def test_a_wait_ceiling_that_is_not_a_number_of_seconds_raises() -> None:
+    """A string or None raised a bare TypeError from asyncio's comparison, and NaN waited
+    for a timer that never fires; 0 or less answers at once."""
+
+    async def main(clock: VirtualClock) -> str:
+        s = session(clock, {}, **{"open-billing": lambda args: None})
+        fired = s.fire("workspace.open-billing", verify_timeout_ms=60_000)
+        assert fired.transition_id is not None
+        for ceiling, said in (("2", "str"), (None, "NoneType"), (True, "bool"), (math.nan, "NaN")):
+            with pytest.raises(
+                WrongTypeError, match=f"^ceiling_s must be a number of seconds, not {said}$"
+            ):
+                await s.wait(fired.transition_id, ceiling)  # type: ignore[arg-type]
+        return (await s.wait(fired.transition_id, -1)).effect_status
+
+    assert run(main) == "pending"
 
 
 def test_wiring_mistakes_name_what_is_declared_and_what_a_handler_is() -> None:

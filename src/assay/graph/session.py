@@ -551,7 +551,17 @@ class Session:
         )
 
     async def wait(self, transition_id: str, ceiling_s: float) -> FireResult:
-        """Wait up to ``ceiling_s`` for settlement; the answer as of then, settled or not."""
+        """Wait up to ``ceiling_s`` for settlement; the answer as of then, settled or not (at
+        once for 0 or less). ``WrongTypeError`` when ``ceiling_s`` is not a number of seconds."""
+        if (
+            isinstance(ceiling_s, bool)
+            or not isinstance(ceiling_s, int | float)
+            or ceiling_s != ceiling_s  # NaN: a timer that never fires
+        ):
+            shown = "NaN" if isinstance(ceiling_s, float) else type(ceiling_s).__name__
+            raise WrongTypeError(
+                f"ceiling_s must be a number of seconds, not {shown}", parameter="ceiling_s"
+            )
         transition = self._transition(transition_id)
         if not transition.phase.terminal:
             if transition.settled is None:
