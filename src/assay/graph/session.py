@@ -563,7 +563,7 @@ class Session:
                 f"ceiling_s must be a number of seconds, not {shown}", parameter="ceiling_s"
             )
         transition = self._transition(transition_id)
-        if not transition.phase.terminal:
+        if not transition.phase.terminal and ceiling_s > 0:
             if transition.settled is None:
                 transition.settled = asyncio.Event()
             waiter = asyncio.ensure_future(transition.settled.wait())
