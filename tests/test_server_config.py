@@ -203,3 +203,27 @@ def test_the_log_announces_the_daemons_stop_once_not_that_of_the_application_it_
     assert log.count("Started server process") == 1
     assert log.count("Shutting down") == 1
     assert log.count("Finished server process") == 1
+
+
+def test_a_value_out_of_range_names_the_source_that_set_it(tmp_path: Path) -> None:
+    """Flags, the environment and a file all set the same settings: the refusal of a value
+    says which of them gave it (it said 'port must be 0 to 65535, not 99999' alone)."""
+    file = tmp_path / "assay.toml"
+    file.write_text("port = 99999\nmax_body_bytes = 0\n")
+    for flags, environ, said in (
+        ({"port": 70000}, {}, "port must be 0 to 65535, not 70000 (set by --port)"),
+        ({}, {"ASSAY_PORT": "70000"}, "port must be 0 to 65535, not 70000 (set by ASSAY_PORT)"),
+        ({}, {}, f"port must be 0 to 65535, not 99999 (set by port in --config {file})"),
+        (
+            {"port": 1},
+            {},
+            f"max_body_bytes must be 1 or more, not 0 (set by max_body_bytes in --config {file})",
+        ),
+    ):
+        with pytest.raises(RequestError) as caught:
+            load_config(flags, environ, file)
+        assert str(caught.value) == said
+    file.write_text('port = "80"\n')
+    with pytest.raises(RequestError) as caught:
+        load_config({}, {}, file)
+    assert str(caught.value) == f"--config {file}: port must be a TOML integer, not str"

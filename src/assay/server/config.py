@@ -121,16 +121,41 @@ def load_config(
     path = path or environ.get(CONFIG_ENV) or None
     file = _read_file(Path(path)) if path else {}
     settings: dict[str, Any] = {}
+    sources: dict[str, str] = {}  # where each setting given came from, for its errors
     for key, variable in ENVIRONMENT.items():
         if flags.get(key) not in (None, [], ()):
             settings[key] = _from_flag(key, flags[key])
+            sources[key] = FLAGS[key]
         elif environ.get(variable):
             settings[key] = _from_environment(key, environ[variable], variable)
+            sources[key] = variable
         elif key in file:
             settings[key] = _from_file(key, file[key], str(path))
+            sources[key] = f"{key} in --config {path}"
     config = ServerConfig(**settings)
-    config.check()
+    try:
+        config.check()
+    except RequestError as error:
+        source = sources.get(error.field or "")
+        if source is None or error.field == "host":  # the host's refusal names its remedies
+            raise
+        raise RequestError(f"{error} (set by {source})", field=error.field) from None
     return config
+
+
+FLAGS: Final = {
+    "app": "--app",
+    "ledger": "--ledger",
+    "host": "--host",
+    "port": "--port",
+    "tokens": "--token",
+    "log_level": "--log-level",
+    "access_log": "--no-access-log",
+    "workflows": "--workflows",
+    "redact": "--redact",
+    "max_body_bytes": "--max-body-bytes",
+}
+"""The flag of each setting."""
 
 
 def _from_flag(key: str, value: Any) -> Any:
@@ -165,13 +190,14 @@ def _from_file(key: str, value: Any, path: str) -> Any:
     valid = isinstance(value, expected) and (expected is bool or not isinstance(value, bool))
     if not valid:
         raise RequestError(
-            f"{path}: {key} must be a TOML {kind}, not {type(value).__name__}", field=key
+            f"--config {path}: {key} must be a TOML {kind}, not {type(value).__name__}",
+            field=key,
         )
     if key == "tokens":
         return tuple(_file_token(item, index, path) for index, item in enumerate(value))
     if key in ("workflows", "redact"):
         if not all(isinstance(item, str) for item in value):
-            raise RequestError(f"{path}: {key} must be an array of strings", field=key)
+            raise RequestError(f"--config {path}: {key} must be an array of strings", field=key)
         return tuple(value)
     return value
 
@@ -187,7 +213,7 @@ _FILE_KINDS: Final[dict[str, tuple[type, str]]] = {
 
 
 def _file_token(item: Any, index: int, path: str) -> Token:
-    where = f"{path}: tokens[{index}]"
+    where = f"--config {path}: tokens[{index}]"
     if not isinstance(item, dict):
         raise RequestError(f"{where} must be a table with name, secret and scopes", field="tokens")
     unknown = sorted(set(item) - {"name", "secret", "secret_env", "scopes"})
