@@ -797,3 +797,27 @@ def test_one_report_settles_the_earliest_fire_per_changed_key() -> None:
         return [s.did_it_work(f.transition_id or "").answer for f in (first_a, second_a, only_b)]
 
     assert run(main) == ["worked", "pending", "worked"]
+
+
+def test_an_unknown_action_is_answered_with_the_ones_it_may_have_meant() -> None:
+    """An agent that drops the page or spells the separators its own way is pointed at the
+    action; one merely spelt alike (pay for repay, arm for disarm) is never offered."""
+
+    async def main(clock: VirtualClock) -> list[str | None]:
+        s = session(clock, {})
+        given = ("open-billing", "Workspace.open_billing", "billing.openBilling", "repay", "nope")
+        return [s.fire(action).error for action in given]
+
+    available = "available here: workspace.open-billing, workspace.open-billing-blind, "
+    assert run(main) == [
+        f"no action is called 'open-billing' (did you mean 'workspace.open-billing'?); {available}"
+        "workspace.refresh, workspace.send, workspace.unwired",
+        "no action is called 'Workspace.open_billing' (did you mean 'workspace.open-billing'?); "
+        f"{available}workspace.refresh, workspace.send, workspace.unwired",
+        "no action is called 'billing.openBilling' (did you mean 'workspace.open-billing'?); "
+        f"{available}workspace.refresh, workspace.send, workspace.unwired",
+        f"no action is called 'repay'; {available}workspace.refresh, workspace.send, "
+        "workspace.unwired",
+        f"no action is called 'nope'; {available}workspace.refresh, workspace.send, "
+        "workspace.unwired",
+    ]

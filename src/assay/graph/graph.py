@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from assay.errors import GraphError
 from assay.graph.declaration import ActionSpec, check_name, parse_action
@@ -27,6 +28,21 @@ class NavigationGraph:
     def actions(self, page: str) -> list[ActionSpec]:
         """The actions available on ``page``, in declaration order."""
         return list(self.pages.get(page, {}).values())
+
+    def likely_meant(self, action_id: str) -> list[str]:
+        """The ``page.action`` ids ``action_id`` (which names none) may have meant: the actions
+        of its name on any page, its case and separators aside (``send``, ``Inbox.send``,
+        ``inbox.mark_all_read``, ``drone.setMode``). Nothing merely spelt alike is offered:
+        ``arm`` is one letter from ``disarm``, and an agent must not be led to the opposite."""
+        given_page, _, given_name = action_id.rpartition(".")
+        named = [
+            (page, f"{page}.{name}")
+            for page, actions in self.pages.items()
+            for name in actions
+            if _folded(name) == _folded(given_name)
+        ]
+        on_its_page = [found for page, found in named if _folded(page) == _folded(given_page)]
+        return on_its_page or [found for _, found in named]
 
     def pages_with(self, name: str) -> list[str]:
         """The pages that declare an action called ``name``."""
@@ -78,3 +94,11 @@ def build_navigation_graph(app: str, pages: Mapping[str, Any]) -> NavigationGrap
                     field="to",
                 )
     return NavigationGraph(app, parsed)
+
+
+def _folded(name: str) -> str:
+    """An action name without case or separators (``mark-all-read`` as ``markallread``)."""
+    return _SEPARATORS.sub("", name).casefold()
+
+
+_SEPARATORS: Final = re.compile(r"[-_\s]")

@@ -347,13 +347,15 @@ class Session:
 
     def _refused_unknown(self, action_id: str) -> FireResult:
         known = [spec.id for spec in self.available()]
+        meant = " or ".join(map(repr, self.graph.likely_meant(action_id)))
+        guess = f" (did you mean {meant}?)" if meant else ""
         return FireResult(
             ok=False,
             did=action_id,
             effect_status="refused",
             transition_id=None,
             refusal="unknown_action",
-            error=f"no action is called {action_id!r}; available here: {', '.join(known)}",
+            error=f"no action is called {action_id!r}{guess}; available here: {', '.join(known)}",
         )
 
     def _spawn(self, coroutine: Any) -> None:
