@@ -128,16 +128,23 @@ class Spawned:
 
 @contextlib.contextmanager
 def spawn_daemon(
-    arguments: Sequence[str], *, environ: Mapping[str, str] | None = None, timeout: float = 60
+    arguments: Sequence[str],
+    *,
+    environ: Mapping[str, str] | None = None,
+    timeout: float = 60,
+    command: Sequence[str] = (sys.executable, "-m", "assay"),
+    cwd: str | os.PathLike[str] | None = None,
 ) -> Iterator[Spawned]:
-    """Run ``assay serve --port 0 ARGUMENTS``; yield it once it listens; stop it (SIGINT)."""
+    """Run ``assay serve --port 0 ARGUMENTS`` (``command`` is how ``assay`` is run, in
+    ``cwd``); yield it once it listens; stop it (SIGINT)."""
     env = {**os.environ, **(environ or {})}
     process = subprocess.Popen(
-        [sys.executable, "-m", "assay", "serve", "--port", "0", *arguments],
+        [*command, "serve", "--port", "0", *arguments],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
         env=env,
+        cwd=cwd,
     )
     assert process.stderr is not None
     lines: list[str] = []

@@ -227,3 +227,62 @@ def test_a_value_out_of_range_names_the_source_that_set_it(tmp_path: Path) -> No
     with pytest.raises(RequestError) as caught:
         load_config({}, {}, file)
     assert str(caught.value) == f"--config {file}: port must be a TOML integer, not str"
+
+
+TODO_APP = (Path(__file__).resolve().parents[1] / "examples" / "todo_app.py").read_text(
+    encoding="utf-8"
+)
+
+
+def test_the_installed_command_finds_an_app_module_in_the_working_directory(
+    tmp_path: Path,
+) -> None:
+    """The console script (unlike ``python -m assay``) did not have the working directory on
+    its import path, so ``--app myapp:APPLICATION`` beside the user failed to import."""
+    (tmp_path / "todo_app.py").write_text(TODO_APP, encoding="utf-8")
+    script = str(Path(sys.executable).with_name("assay"))
+    arguments = ["--app", "todo_app:APPLICATION", "--ledger", "memory:"]
+    with spawn_daemon(arguments, command=[script], cwd=tmp_path) as daemon:
+        fired = httpx.post(
+            f"{daemon.url}/v1/actions",
+            json={"action": "list.add", "args": {"id": "milk"}, "wait_ms": 5000},
+            timeout=60,
+        )
+    assert fired.status_code == 200, fired.text
+    assert fired.json()["answer"] == "worked"
+
+
+def test_an_app_module_that_fails_is_the_apps_error_not_an_internal_one(tmp_path: Path) -> None:
+    """An application module that raised while importing (a wrong graph declaration, a bug)
+    was reported as 'assay: internal error ... a bug in assay' with exit 70."""
+    (tmp_path / "misdeclared.py").write_text(
+        TODO_APP.replace('"input": {', '"args": {'), encoding="utf-8"
+    )
+    (tmp_path / "buggy.py").write_text("import json\n\nRATIO = 1 / 0\n", encoding="utf-8")
+    (tmp_path / "factory.py").write_text(
+        "def make():\n    raise RuntimeError('no database')\n", encoding="utf-8"
+    )
+    for target, said in (
+        (
+            "misdeclared:APPLICATION",
+            "importing 'misdeclared' failed: list.add: args: unknown field; the fields of an "
+            "action are does, input, reversibility, settle_ms, single_flight, to, verify, "
+            "verify_expression, verify_timeout_ms, writes "
+            f"({tmp_path / 'misdeclared.py'}, line 23)",
+        ),
+        (
+            "buggy:APPLICATION",
+            "importing 'buggy' failed: ZeroDivisionError: division by zero "
+            f"({tmp_path / 'buggy.py'}, line 3)",
+        ),
+        (
+            "factory:make",
+            "calling make to make the application failed: RuntimeError: no database "
+            f"({tmp_path / 'factory.py'}, line 2)",
+        ),
+    ):
+        result = assay("serve", "--app", target, "--ledger", "memory:", cwd=tmp_path)
+        assert (result.returncode, result.stderr) == (
+            2,
+            f"assay serve: --app {target}: {said}\n",
+        )

@@ -10,12 +10,16 @@ built-in example (``assay.examples.outpost``) is one like any other.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
+import traceback
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 from assay.clock import Clock
-from assay.errors import ApplicationError
+from assay.errors import ApplicationError, AssayError
 from assay.graph.graph import NavigationGraph
 from assay.graph.session import Handler
 from assay.host.defaults import DEFAULT_APPLICATION
@@ -105,12 +109,19 @@ class Application:
 
 def load_application(target: str) -> Application:
     """Import ``MODULE:ATTR`` and answer the ``Application`` it names (or a zero-argument
-    callable returning one); ``ApplicationError`` says what was wrong and what to do."""
+    callable returning one); ``ApplicationError`` says what was wrong and what to do.
+
+    A module in the working directory is found, as ``python -m`` and uvicorn find one: the
+    working directory goes first on ``sys.path`` if it is not on it yet.
+    """
     module_name, colon, attribute = target.partition(":")
     if not colon or not module_name or not attribute:
         raise ApplicationError(
             f"--app takes MODULE:ATTR (e.g. {DEFAULT_APPLICATION}), got {target!r}"
         )
+    here = os.getcwd()
+    if not any(os.path.abspath(entry or os.curdir) == here for entry in sys.path):
+        sys.path.insert(0, here)
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
@@ -118,6 +129,10 @@ def load_application(target: str) -> Application:
             f"--app {target}: cannot import {module_name!r} ({error}); check the module "
             "name and that it is importable from the working directory or PYTHONPATH"
         ) from None
+    except Exception as error:  # the application's own code failed: its author's to fix
+        raise ApplicationError(
+            f"--app {target}: importing {module_name!r} failed: {_raised(error)}"
+        ) from error
     try:
         value = getattr(module, attribute)
     except AttributeError:
@@ -125,9 +140,32 @@ def load_application(target: str) -> Application:
             f"--app {target}: module {module_name!r} has no attribute {attribute!r}"
         ) from None
     if callable(value) and not isinstance(value, Application):
-        value = value()
+        try:
+            value = value()
+        except Exception as error:
+            raise ApplicationError(
+                f"--app {target}: calling {attribute} to make the application failed: "
+                f"{_raised(error)}"
+            ) from error
     if not isinstance(value, Application):
         raise ApplicationError(
             f"--app {target}: expected an assay.host.Application, got {type(value).__name__}"
         )
     return value
+
+
+def _raised(error: Exception) -> str:
+    """An error the application's code raised: assay's own by its message alone (it says
+    what to change), any other with its type, and where in that code it was raised."""
+    said = str(error) if isinstance(error, AssayError) else f"{type(error).__name__}: {error}"
+    theirs = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if not frame.filename.startswith((_ASSAY, "<frozen"))
+    ]
+    where = f" ({theirs[-1].filename}, line {theirs[-1].lineno})" if theirs else ""
+    return f"{said}{where}"
+
+
+_ASSAY: Final = str(Path(__file__).resolve().parents[1]) + os.sep
+"""Where assay's own modules are: frames there are not the application's."""
