@@ -247,3 +247,29 @@ def test_a_yaml_file_that_is_not_a_mapping_is_refused_saying_what_it_holds(
         assert str(refused.value) == (
             f"{path.resolve()}: a workflow is a mapping with workflow, steps and budget; got {got}"
         )
+
+
+def test_a_step_module_that_fails_to_import_is_named_with_its_line_and_not_kept(
+    tmp_path: Path,
+) -> None:
+    """A module beside the workflow that raised while importing escaped as its own error (the
+    CLI called it a bug in assay), and stayed half-imported, so a mended file was not read."""
+    steps = tmp_path / "failing_steps.py"
+    steps.write_text("RATIO = 1 / 0\n\n\ndef produce(ctx):\n    return {'items': [1]}\n")
+    path = tmp_path / "flow.yaml"
+    path.write_text(
+        "workflow: failing\nsteps:\n  - id: a\n    executor: failing_steps:produce\n"
+        "    empty_output: {items: []}\n"
+        "    verify: {criteria: ['output.items.every(i => i > 0)']}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(WorkflowError) as refused:
+        load_workflow(path)
+    assert str(refused.value) == (
+        "executor 'failing_steps:produce': importing 'failing_steps' failed: ZeroDivisionError: "
+        f"division by zero ({steps}, line 1)"
+    )
+    assert refused.value.field == "executor"
+    steps.write_text("RATIO = 1 / 2\n\n\ndef produce(ctx):\n    return {'items': [1]}\n")
+    record = Engine(load_workflow(path), memory_ledger()).start({})
+    assert record.committed == {"a": {"items": [1]}}

@@ -39,7 +39,11 @@ Errors carry the pieces of their message as attributes, so programs need not par
 
 from __future__ import annotations
 
+import os
 import re
+import traceback
+from pathlib import Path
+from typing import Final
 
 
 class AssayError(Exception):
@@ -104,6 +108,25 @@ def escape_surrogates(text: str) -> str:
     if text.isascii() or HALF_PAIR.search(text) is None:
         return text
     return HALF_PAIR.sub(lambda half: f"\\u{ord(half.group()):04x}", text)
+
+
+def describe_raised(error: BaseException) -> str:
+    """What code of a user's (an application module, a workflow's steps) raised, for a
+    message that puts the fault there: assay's own errors by their message alone (it says
+    what to change), any other with its type, and the last line of the user's code it passed
+    through (``(path, line N)``)."""
+    said = str(error) if isinstance(error, AssayError) else f"{type(error).__name__}: {error}"
+    theirs = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if not frame.filename.startswith((_PACKAGE, "<frozen"))
+    ]
+    where = f" ({theirs[-1].filename}, line {theirs[-1].lineno})" if theirs else ""
+    return escape_surrogates(f"{said}{where}")
+
+
+_PACKAGE: Final = str(Path(__file__).resolve().parent) + os.sep
+"""Where assay's own modules are: a frame there is not the user's code."""
 
 
 class ExpressionEvaluationError(ExpressionError, TypeError):

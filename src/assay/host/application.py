@@ -12,14 +12,12 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-import traceback
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from assay.clock import Clock
-from assay.errors import ApplicationError, AssayError
+from assay.errors import ApplicationError, describe_raised
 from assay.graph.graph import NavigationGraph
 from assay.graph.session import Handler
 from assay.host.defaults import DEFAULT_APPLICATION
@@ -131,7 +129,7 @@ def load_application(target: str) -> Application:
         ) from None
     except Exception as error:  # the application's own code failed: its author's to fix
         raise ApplicationError(
-            f"--app {target}: importing {module_name!r} failed: {_raised(error)}"
+            f"--app {target}: importing {module_name!r} failed: {describe_raised(error)}"
         ) from error
     try:
         value = getattr(module, attribute)
@@ -145,27 +143,10 @@ def load_application(target: str) -> Application:
         except Exception as error:
             raise ApplicationError(
                 f"--app {target}: calling {attribute} to make the application failed: "
-                f"{_raised(error)}"
+                f"{describe_raised(error)}"
             ) from error
     if not isinstance(value, Application):
         raise ApplicationError(
             f"--app {target}: expected an assay.host.Application, got {type(value).__name__}"
         )
     return value
-
-
-def _raised(error: Exception) -> str:
-    """An error the application's code raised: assay's own by its message alone (it says
-    what to change), any other with its type, and where in that code it was raised."""
-    said = str(error) if isinstance(error, AssayError) else f"{type(error).__name__}: {error}"
-    theirs = [
-        frame
-        for frame in traceback.extract_tb(error.__traceback__)
-        if not frame.filename.startswith((_ASSAY, "<frozen"))
-    ]
-    where = f" ({theirs[-1].filename}, line {theirs[-1].lineno})" if theirs else ""
-    return f"{said}{where}"
-
-
-_ASSAY: Final = str(Path(__file__).resolve().parents[1]) + os.sep
-"""Where assay's own modules are: frames there are not the application's."""

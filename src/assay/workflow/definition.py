@@ -21,7 +21,7 @@ from typing import Any, Literal, NoReturn, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from assay.errors import WorkflowError
+from assay.errors import WorkflowError, describe_raised
 from assay.graph import Reversibility
 from assay.workflow.budget import Budget
 from assay.workflow.context import Executor, Planner
@@ -176,6 +176,13 @@ def resolve_reference(
             step=step,
             field=field,
         ) from None
+    except Exception as error:  # the module's own code failed: its author's to fix
+        raise WorkflowError(
+            f"{field} {reference!r}: importing {module_name!r} failed: {describe_raised(error)}",
+            workflow=workflow,
+            step=step,
+            field=field,
+        ) from error
     found = module
     for part in attribute.split("."):
         try:
@@ -201,7 +208,11 @@ def _import(module_name: str, base: Path | None) -> Any:
         raise ImportError(f"no loader for {candidate}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]  # as import does: a module that failed is not imported
+        raise
     return module
 
 
