@@ -93,7 +93,11 @@ def test_run_parks_with_exit_1_and_resume_with_a_persons_input_completes(tmp_pat
     parked = assay("run", str(flow), "--ledger", url)
     assert parked.returncode == 1, parked.stderr
     run_id = json.loads(parked.stdout)["run_id"]
-    assert f"resume it with: assay resume {run_id}" in parked.stderr
+    # The hint names the ledger given: without it, the resume would look in ./assay.db.
+    assert parked.stderr.endswith(
+        f"run {run_id} is parked at step 'a'; resume it with: assay resume {run_id} "
+        f"--input '{{...}}' --ledger {url}\n"
+    )
     assert "a: parked: the attempt 2 budget's iterations ran out (1 of 1)" in parked.stderr
 
     listed = assay("runs", "--ledger", url)
@@ -107,6 +111,13 @@ def test_run_parks_with_exit_1_and_resume_with_a_persons_input_completes(tmp_pat
     again = assay("resume", run_id, "--ledger", url)
     assert again.returncode == 2
     assert "every step has committed" in again.stderr
+
+    gone = assay("run", str(flow), "--ledger", "memory:")
+    assert gone.returncode == 1
+    assert gone.stderr.splitlines()[-1].endswith(
+        "is parked at step 'a'; its ledger memory: lived in this process and is gone with it, "
+        "so it cannot be resumed: run it with --ledger sqlite:///PATH to resume it later"
+    )
 
 
 def test_bad_input_and_unknown_runs_exit_2(tmp_path: Path) -> None:
@@ -162,7 +173,7 @@ def test_bad_input_and_unknown_runs_exit_2(tmp_path: Path) -> None:
     assert unknown.returncode == 2
     assert unknown.stderr == (
         f"assay resume: error: no run 'no-such-run' in the ledger at {url}; "
-        "`assay runs` lists the runs\n"
+        f"`assay runs --ledger {url}` lists the runs\n"
     )
 
 

@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
 from assay.cli.ledger import add_ledger_option
 from assay.errors import AssayError, RunNotFoundError, WorkflowError, WorkflowLintError
-from assay.ledger import open_ledger
+from assay.ledger import Ledger, open_ledger
+from assay.ledger.backend import hide_password
+from assay.ledger.memory import MemoryBackend
 from assay.state.canonical import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
 from assay.workflow.definition import ModelSettings
 from assay.workflow.lint import check_workflow, lint
@@ -130,7 +133,7 @@ def run_run(args: argparse.Namespace) -> int:
     except AssayError as error:
         print(f"assay run: error: {error}", file=sys.stderr)
         return 2
-    return _report(record)
+    return _report(record, args, ledger)
 
 
 def run_resume(args: argparse.Namespace) -> int:
@@ -141,9 +144,12 @@ def run_resume(args: argparse.Namespace) -> int:
             record = _service(ledger, model).resume(args.run_id, human)
     except AssayError as error:
         hint = "; `assay runs` lists the runs" if isinstance(error, RunNotFoundError) else ""
+        if hint and args.ledger is not None:
+            shown = shlex.quote(hide_password(args.ledger))
+            hint = f"; `assay runs --ledger {shown}` lists the runs"
         print(f"assay resume: error: {error}{hint}", file=sys.stderr)
         return 2
-    return _report(record)
+    return _report(record, args, ledger)
 
 
 def run_runs(args: argparse.Namespace) -> int:
@@ -201,13 +207,22 @@ def _progress(kind: str, body: Any) -> None:
     print(f"  {line}", file=sys.stderr, flush=True)
 
 
-def _report(record: RunRecord) -> int:
+def _report(record: RunRecord, args: argparse.Namespace, ledger: Ledger) -> int:
+    """Print the run; for one that did not complete, say how to resume it from ``ledger``."""
     print(record.model_dump_json(indent=2))
     if record.status is RunStatus.COMPLETED:
         return 0
+    where = f"run {record.run_id} is {record.status.value} at step {record.next_step!r}"
+    if isinstance(ledger.backend, MemoryBackend):
+        print(
+            f"{where}; its ledger {ledger.url} lived in this process and is gone with it, so "
+            "it cannot be resumed: run it with --ledger sqlite:///PATH to resume it later",
+            file=sys.stderr,
+        )
+        return 1
+    given = f" --ledger {shlex.quote(ledger.url)}" if args.ledger is not None else ""
     print(
-        f"run {record.run_id} is {record.status.value} at step {record.next_step!r}; "
-        f"resume it with: assay resume {record.run_id} --input '{{...}}'",
+        f"{where}; resume it with: assay resume {record.run_id} --input '{{...}}'{given}",
         file=sys.stderr,
     )
     return 1
