@@ -107,6 +107,7 @@ def test_the_demo_shows_every_case_and_its_ledger_verifies(demo: DemoRun) -> Non
     for line in (
         "inbox.unread remained 3",
         "changed_fields: [] (nothing observable changed)",
+        "changed: inbox.sent: {} → {…}",  # it gained a key; it said "{} → (absent)"
         'already true at fire time: drone.mode eq "GUIDED"',
         "refused (low_confidence): confidence",
         "critique → planner:",
