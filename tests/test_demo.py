@@ -108,6 +108,7 @@ def test_the_demo_shows_every_case_and_its_ledger_verifies(demo: DemoRun) -> Non
         "inbox.unread remained 3",
         "changed_fields: [] (nothing observable changed)",
         "changed: inbox.sent: {} → {…}",  # it gained a key; it said "{} → (absent)"
+        "The handler finished, and no change to the declared keys was observed.",  # unverified
         'already true at fire time: drone.mode eq "GUIDED"',
         "refused (low_confidence): confidence",
         "critique → planner:",

@@ -86,6 +86,8 @@ class Tour:
         verification = answer.get("verification") or {}
         if verification.get("narrative"):
             self.console.print(f"    {verification['narrative']}")
+        elif answer.get("why") and not answer.get("already_true") and not answer.get("refusal"):
+            self.console.print(f"    {answer['why']}")  # nothing verified: say why not
         if answer.get("already_true"):
             for condition in answer["already_true"]:
                 self.console.print(
