@@ -260,17 +260,29 @@ def test_missing_entry_and_bad_url_exit_2(ledger_url: str) -> None:
 def test_signed_checkpoints_verify_with_the_public_key(ledger_url: str, tmp_path: Path) -> None:
     from assay.ledger import SigningKey
 
-    key = SigningKey.generate()
-    key.save(tmp_path / "signing.pem")
-    (tmp_path / "public.pem").write_text(key.public_key_pem())
-    made = run("ledger", "checkpoint", "--signing-key", str(tmp_path / "signing.pem"),
+    signing = tmp_path / "signing.pem"
+    made_key = run("ledger", "keygen", str(signing))
+    assert made_key.returncode == 0, made_key.stderr
+    key = SigningKey.from_file(signing)
+    assert made_key.stdout.splitlines()[0] == (
+        f"key {key.key_id}: private key in {signing} (keep it secret), public key in {signing}.pub"
+    )
+    assert signing.stat().st_mode & 0o777 == 0o600
+    again = run("ledger", "keygen", str(signing))
+    assert (again.returncode, again.stderr) == (
+        2,
+        f"assay ledger: error: {signing} exists; keygen never overwrites a key, so name a new "
+        "file\n",
+    )
+    assert SigningKey.from_file(signing).key_id == key.key_id
+    made = run("ledger", "checkpoint", "--signing-key", str(signing),
                "--ledger", ledger_url)  # fmt: skip
     assert made.returncode == 0, made.stderr
     assert json.loads(made.stdout)["size"] == 6
-    checked = run("ledger", "verify", "--public-key", str(tmp_path / "public.pem"),
+    checked = run("ledger", "verify", "--public-key", f"{signing}.pub",
                   "--ledger", ledger_url)  # fmt: skip
     assert checked.returncode == 0, checked.stderr
-    assert checked.stdout.rstrip().endswith("1 checkpoints, 1 signatures checked")
+    assert checked.stdout.rstrip().endswith("1 checkpoint, 1 signature checked")
     other = SigningKey.generate()
     (tmp_path / "other.pem").write_text(other.public_key_pem())
     wrong = run("ledger", "verify", "--public-key", str(tmp_path / "other.pem"),

@@ -9,8 +9,10 @@ import dataclasses
 import io
 import json
 import os
+import shlex
 import sys
 from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 from assay.cli.arguments import whole_number
@@ -110,6 +112,16 @@ def register(commands: Any) -> None:
         "--signing-key", metavar="FILE", required=True, help="PEM Ed25519 private key"
     )
     checkpoint.set_defaults(run=run_checkpoint)
+    keygen = actions.add_parser(
+        "keygen",
+        help="make an Ed25519 key pair for checkpoint: FILE (private) and FILE.pub",
+        description="Write a new Ed25519 private key to FILE (PEM, readable by its owner "
+        "only) for `checkpoint --signing-key FILE`, and its public key to FILE.pub for "
+        "`verify --public-key FILE.pub`. An existing file is never overwritten: a lost key "
+        "can sign no more checkpoints.",
+    )
+    keygen.add_argument("file", metavar="FILE", help="where the private key goes")
+    keygen.set_defaults(run=run_keygen)
     prove = actions.add_parser("prove", help="print an inclusion proof for one entry")
     add_ledger_option(prove)
     prove.add_argument("seq", type=int, metavar="SEQ")
@@ -124,6 +136,10 @@ def _open(args: argparse.Namespace) -> Ledger:
 def _fail(message: str) -> int:
     print(f"assay ledger: error: {message}", file=sys.stderr)
     return 2
+
+
+def _count(number: int, one: str, many: str | None = None) -> str:
+    return f"{number} {one if number == 1 else many or f'{one}s'}"
 
 
 def _entry_json(entry: Entry) -> str:
@@ -175,9 +191,10 @@ def run_verify(args: argparse.Namespace) -> int:
         return 1
     extends = f"; it extends the trusted head {trusted}" if trusted is not None else ""
     print(
-        f"OK {report.source}: {report.size} entries, chain and Merkle tree verified "
-        f"(head {report.size}:{report.root}); {report.checkpoints} checkpoints, "
-        f"{report.signatures} signatures checked{extends}"
+        f"OK {report.source}: {_count(report.size, 'entry', 'entries')}, chain and Merkle tree "
+        f"verified (head {report.size}:{report.root}); "
+        f"{_count(report.checkpoints, 'checkpoint')}, "
+        f"{_count(report.signatures, 'signature')} checked{extends}"
     )
     return 0
 
@@ -260,6 +277,28 @@ def run_prove(args: argparse.Namespace) -> int:
     except AssayError as error:
         return _fail(str(error))
     print(json.dumps(dataclasses.asdict(proof), indent=2))
+    return 0
+
+
+def run_keygen(args: argparse.Namespace) -> int:
+    private, public = Path(args.file), Path(f"{args.file}.pub")
+    for path in (private, public):
+        if path.exists() or path.is_symlink():
+            return _fail(f"{path} exists; keygen never overwrites a key, so name a new file")
+    key = SigningKey.generate()
+    try:
+        key.save(private)
+    except OSError as error:
+        return _fail(f"cannot write the private key {str(private)!r}: {error.strerror}")
+    try:
+        with public.open("x", encoding="ascii") as file:
+            file.write(key.public_key_pem())
+    except OSError as error:
+        private.unlink()  # nothing half-made: without its public half, the key is unusable
+        return _fail(f"cannot write the public key {str(public)!r}: {error.strerror}")
+    print(f"key {key.key_id}: private key in {private} (keep it secret), public key in {public}")
+    print(f"sign:   assay ledger checkpoint --signing-key {shlex.quote(str(private))}")
+    print(f"verify: assay ledger verify --public-key {shlex.quote(str(public))}")
     return 0
 
 
