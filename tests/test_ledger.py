@@ -461,6 +461,11 @@ ACCEPTED = (
             "cannot open a ledger at 'sqlite://host/ledger.db': a SQLite URL is sqlite:/// "
             f"followed by the file's path; {ACCEPTED}",
         ),
+        (  # urlsplit raised ValueError, which the CLI called an internal error (exit 70)
+            "postgres://u:hunter2@[::1:5432/db",
+            "cannot open a ledger at '<a URL that could not be parsed>': it cannot be read as a "
+            f"URL (Invalid IPv6 URL); {ACCEPTED}",
+        ),
         (
             "postgresql://u:pw@h/db?schema=a&schema=b",
             "cannot open a ledger at 'postgresql://u:***@h/db?schema=a&schema=b': give at most "

@@ -66,7 +66,10 @@ def _sqlite(url: str, rest: str, create: bool) -> LedgerBackend:
 def _postgres(url: str, create: bool) -> LedgerBackend:
     from assay.ledger.postgres import PostgresBackend
 
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as error:  # an unclosed IPv6 bracket, say
+        raise _unaccepted(url, f"it cannot be read as a URL ({error})") from None
     pairs = parse_qsl(parts.query, keep_blank_values=True)
     schemas = [value for key, value in pairs if key == "schema"]
     if len(schemas) > 1 or (schemas and not schemas[0]):
