@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -821,3 +822,44 @@ def test_an_unknown_action_is_answered_with_the_ones_it_may_have_meant() -> None
         f"no action is called 'nope'; {available}workspace.refresh, workspace.send, "
         "workspace.unwired",
     ]
+
+
+def test_a_session_holds_its_latest_settled_transitions_and_every_pending_one() -> None:
+    """A session that fires for weeks held every transition it ever made, with its
+    snapshots: about 10 KB per fire, never freed. The ledger keeps the evidence of all."""
+
+    async def main(clock: VirtualClock) -> Any:
+        s = GRAPH.create_session(node="workspace", state=BASE, clock=clock, keep_settled=2)
+        s.register_actions(
+            "workspace",
+            handlers={"refresh": lambda a: None, "open-billing-blind": lambda a: None},
+        )
+        blind = s.fire("workspace.open-billing-blind")  # pending: no report will come
+        refreshed = [s.fire("workspace.refresh").transition_id for _ in range(4)]
+        with pytest.raises(NotFoundError) as let_go:
+            s.did_it_work("workspace.refresh#1")
+        with pytest.raises(NotFoundError) as never:
+            s.did_it_work("workspace.refresh#5")
+        return (
+            blind.transition_id,
+            refreshed,
+            list(s.transitions),
+            s.fired,
+            s.did_it_work(blind.transition_id or "").answer,
+            str(let_go.value),
+            str(never.value),
+        )
+
+    blind, refreshed, held, fired, answer, let_go, never = run(main)
+    assert refreshed == [f"workspace.refresh#{n}" for n in (1, 2, 3, 4)]
+    assert held == [blind, "workspace.refresh#3", "workspace.refresh#4"]
+    assert (fired, answer) == (5, "pending")
+    assert re.fullmatch(
+        r"session 'desk-[0-9a-f]{12}' no longer holds transition 'workspace\.refresh#1': it "
+        r"settled, and a session holds only its latest 2 settled transitions; its evidence is "
+        r"in the ledger, by session and transition",
+        let_go,
+    )
+    assert "has no transition 'workspace.refresh#5'" in never
+    with pytest.raises(WrongTypeError, match="keep_settled must be a whole number"):
+        GRAPH.create_session(node="workspace", keep_settled=0)

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import inspect
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
@@ -69,6 +70,8 @@ DEFAULT_THRESHOLDS: Final = {
     Reversibility.IRREVERSIBLE: 0.95,
 }
 _PUSH_EXPECTED_INTERVAL: Final = 30.0
+KEEP_SETTLED: Final = 1000
+"""How many settled transitions a session holds by default, beside every pending one."""
 
 
 class Session:
@@ -86,7 +89,14 @@ class Session:
         thresholds: Mapping[Reversibility | str, float] | None = None,
         evidence: EvidenceLog | None = None,
         session_id: str | None = None,
+        keep_settled: int = KEEP_SETTLED,
     ) -> None:
+        if isinstance(keep_settled, bool) or not isinstance(keep_settled, int) or keep_settled < 1:
+            raise WrongTypeError(
+                f"keep_settled must be a whole number of transitions, 1 or more, not "
+                f"{keep_settled!r}",
+                parameter="keep_settled",
+            )
         if node not in graph.pages:
             raise GraphError(
                 f"no page is called {node!r}; pages are {', '.join(graph.pages)}", field="node"
@@ -114,7 +124,12 @@ class Session:
             Reversibility(k): v for k, v in (thresholds or DEFAULT_THRESHOLDS).items()
         }
         self.handlers: dict[str, Handler] = {}
+        # Every pending transition, and the latest ``keep_settled`` settled ones: a session
+        # that fires for weeks would otherwise hold every fire's snapshots (the ledger keeps
+        # the evidence of all of them).
         self.transitions: dict[str, Transition] = {}
+        self.keep_settled = keep_settled
+        self._settled: deque[str] = deque()  # ids of the settled transitions held, oldest first
         self.counters: dict[str, int] = {}
         self.queue: list[Transition] = []  # writes-only fires awaiting a state report, FIFO
         self.flights: dict[str, str] = {}  # single-flight action id -> holder transition id
@@ -257,7 +272,7 @@ class Session:
             transition.materialized = False
             if not self._recorded_fire(transition):
                 return self.result(transition)
-            transition.settle(Phase.UNMATERIALIZED, self.clock.monotonic(), self.store.version)
+            self._settle(transition, Phase.UNMATERIALIZED)
             self._record_settlement(transition)
             self._release(transition)
             return self.result(transition)
@@ -338,7 +353,7 @@ class Session:
         transition.refusal = reason
         transition.refusal_figures = figures
         transition.error = message
-        transition.settle(Phase.REFUSED, self.clock.monotonic(), self.store.version)
+        self._settle(transition, Phase.REFUSED)
         try:
             self._record("refusal", transition, refusal_body(transition, args))
         except LedgerEntryError:  # the args are part of why: keep the refusal, not them
@@ -498,7 +513,7 @@ class Session:
             self._release(transition)
             transition.refusal = "bad_arguments"
             transition.error = f"the fire cannot be recorded, so nothing ran: {error}"
-            transition.settle(Phase.REFUSED, self.clock.monotonic(), self.store.version)
+            self._settle(transition, Phase.REFUSED)
             self._record("refusal", transition, refusal_body(transition, None))
             return False
         return True
@@ -506,8 +521,16 @@ class Session:
     def _record_settlement(self, transition: Transition) -> None:
         self._record("settlement", transition, settlement_body(transition))
 
-    def _finish(self, transition: Transition, phase: Phase) -> None:
+    def _settle(self, transition: Transition, phase: Phase) -> None:
+        """Settle ``transition`` as ``phase``, and let go of the oldest settled transition
+        beyond the ``keep_settled`` latest."""
         transition.settle(phase, self.clock.monotonic(), self.store.version)
+        self._settled.append(transition.id)
+        while len(self._settled) > self.keep_settled:
+            del self.transitions[self._settled.popleft()]
+
+    def _finish(self, transition: Transition, phase: Phase) -> None:
+        self._settle(transition, phase)
         self._record_settlement(transition)
         if transition in self.queue:
             self.queue.remove(transition)
@@ -526,6 +549,16 @@ class Session:
         """This session's transition ``transition_id``; ``NotFoundError`` if it has none."""
         transition = self.transitions.get(transition_id)
         if transition is None:
+            action, _, number = str(transition_id).rpartition("#")
+            if number.isdecimal() and 0 < int(number) <= self.counters.get(action, 0):
+                raise NotFoundError(
+                    f"session {self.id!r} no longer holds transition {transition_id!r}: it "
+                    f"settled, and a session holds only its latest {self.keep_settled:,} "
+                    "settled transitions; its evidence is in the ledger, by session and "
+                    "transition",
+                    kind="transition",
+                    id=str(transition_id),
+                )
             raise NotFoundError(
                 f"session {self.id!r} has no transition {transition_id!r}; transition ids "
                 "look like page.action#N and belong to the session that fired them",
@@ -533,6 +566,11 @@ class Session:
                 id=str(transition_id),
             )
         return transition
+
+    @property
+    def fired(self) -> int:
+        """How many transitions this session has made, held or not."""
+        return sum(self.counters.values())
 
     def result(self, transition: Transition) -> FireResult:
         """The fire result as of now (the receipt, plus ``outcome_now`` when it differs)."""

@@ -188,13 +188,12 @@ class Host:
 
     def describe(self, session: Session) -> SessionInfo:
         """Where ``session`` is and what it has fired."""
-        transitions = session.transitions.values()
         return SessionInfo(
             id=session.id,
             app=self.graph.app,
             node=session.node,
-            transitions=len(transitions),
-            pending=sum(1 for t in transitions if not t.phase.terminal),
+            transitions=session.fired,
+            pending=sum(1 for t in session.transitions.values() if not t.phase.terminal),
         )
 
     def actions(self, session_id: str | None = None) -> ActionList:
