@@ -212,7 +212,7 @@ def test_a_probe_the_flags_set_wrongly_is_named_by_its_flag() -> None:
         ),
         (
             ("--state", "-", "--into", "inbox"),
-            "--into selects from an endpoint's response, so it goes with --probe",
+            "--into is about reading an endpoint, so it goes with --probe",
         ),
     ):
         refused = run("verify", "a", *given)
@@ -325,3 +325,20 @@ def test_example_unknown_name_exits_2() -> None:
     result = run("example", "nope")
     assert result.returncode == 2
     assert "invalid choice: 'nope'" in result.stderr
+
+
+def test_verify_reads_an_endpoint_within_the_read_timeout_given() -> None:
+    """Each read of --probe had a fixed 2 s timeout: an endpoint slower than that could never
+    be checked from the command line."""
+    import socket
+
+    with socket.socket() as listener:  # accepts, never answers: every read stalls
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/state"
+        result = run("verify", "a", "--probe", url, "--read-timeout-ms", "150")
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"assay verify: error: cannot read the state from the probe: GET {url} timed out "
+        "after 0.15 s while waiting for the response\n",
+    )

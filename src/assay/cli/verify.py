@@ -16,6 +16,7 @@ from assay.expr import compile_expression
 from assay.expr.values import type_of
 from assay.ledger import open_ledger
 from assay.state.probes import HttpProbe
+from assay.state.probes.http import HTTP_READ_TIMEOUT
 from assay.state.store import StateStore
 from assay.state.substrate import Substrate
 from assay.verify.loop import DEFAULT_POLL_INTERVAL_MS, DEFAULT_TIMEOUT_MS, VerifyOptions, verify
@@ -42,6 +43,12 @@ def register(commands: Any) -> None:
         metavar="POINTER",
         help="with --probe: the RFC 6901 JSON pointer of the part of the response that holds "
         "the state, e.g. /data",
+    )
+    parser.add_argument(
+        "--read-timeout-ms",
+        type=whole_number("milliseconds", at_least=1),
+        help="with --probe: how long one read of the endpoint may take "
+        f"(default {round(HTTP_READ_TIMEOUT * 1000)})",
     )
     parser.add_argument(
         "--into",
@@ -145,7 +152,11 @@ async def _verify_file(
 async def _verify_probe(args: argparse.Namespace, options: VerifyOptions) -> VerificationOutcome:
     expression = compile_expression(args.expression)
     probe = HttpProbe(
-        args.probe, into=args.into, pointer=args.pointer, interval=args.interval_ms / 1000
+        args.probe,
+        into=args.into,
+        pointer=args.pointer,
+        interval=args.interval_ms / 1000,
+        timeout=HTTP_READ_TIMEOUT if args.read_timeout_ms is None else args.read_timeout_ms / 1000,
     )
     substrate = Substrate(probes=[probe])
     assert substrate.poller is not None
@@ -166,9 +177,13 @@ def run(args: argparse.Namespace) -> int:
     except ExpressionSyntaxError as error:
         return _fail(f"the expression has a syntax error: {error}")
     state: dict[str, Any] | str | None = None
-    for flag, given in (("--into", args.into), ("--pointer", args.pointer)):
+    for flag, given in (
+        ("--into", args.into),
+        ("--pointer", args.pointer),
+        ("--read-timeout-ms", args.read_timeout_ms),
+    ):
         if given is not None and args.probe is None:
-            return _fail(f"{flag} selects from an endpoint's response, so it goes with --probe")
+            return _fail(f"{flag} is about reading an endpoint, so it goes with --probe")
     if args.state is not None:
         state = load_state(args.state)
         if isinstance(state, str):

@@ -19,6 +19,8 @@ from assay.expr.path import format_path, json_type_name, parse_path
 from assay.state.probes.pointer import JsonPointer
 from assay.state.probes.probe import DEFAULT_INTERVAL, check_interval, display_url
 
+HTTP_READ_TIMEOUT: Final = 2.0
+"""How long one read may take by default, in seconds: connecting, sending and the answer."""
 EXCERPT: Final = 200
 """How much of an unexpected response body a message quotes."""
 
@@ -54,7 +56,7 @@ class HttpProbe:
         into: str | None = None,
         pointer: str | None = None,
         interval: float = DEFAULT_INTERVAL,
-        timeout: float = 2.0,
+        timeout: float = HTTP_READ_TIMEOUT,
         headers: Mapping[str, str] | None = None,
         client: httpx.AsyncClient | None = None,
         name: str | None = None,
