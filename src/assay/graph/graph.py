@@ -33,7 +33,7 @@ class NavigationGraph:
         """The ``page.action`` ids ``action_id`` (which names none) may have meant: the actions
         of its name on any page, its case and separators aside (``send``, ``Inbox.send``,
         ``inbox.mark_all_read``, ``drone.setMode``). Nothing merely spelt alike is offered:
-        ``arm`` is one letter from ``disarm``, and an agent must not be led to the opposite."""
+        ``arm`` is spelt much like ``disarm``, and an agent must not be led to the opposite."""
         given_page, _, given_name = action_id.rpartition(".")
         named = [
             (page, f"{page}.{name}")
