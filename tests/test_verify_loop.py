@@ -327,3 +327,18 @@ def test_a_pushed_state_that_holds_only_briefly_is_still_seen() -> None:
     assert [(c.key, c.before, c.after) for c in outcome.changed_fields] == [
         ("drone.mode", "LOITER", "GUIDED")
     ]
+
+
+def test_an_expression_that_reads_no_state_is_answered_at_once() -> None:
+    """No change to the state can alter it: it waited out the whole timeout (50 poll cycles
+    behind a polled probe) to say what its first evaluation already said."""
+    assert compile_expression("[1, 2].includes(3)").keys == ()
+    outcome = run_verification(
+        compile_expression("[1, 2].includes(3)"), {"inbox": {"sent_count": 14}}, nothing,
+        options=POLL, after_action=False,
+    )  # fmt: skip
+    assert (outcome.passed, outcome.poll_cycles, outcome.elapsed_ms) == (False, 1, 0)
+    assert outcome.narrative == (
+        "Expression evaluated to false after 1 poll cycle (0ms); it reads no state keys, so "
+        "no change to the state could make it hold."
+    )

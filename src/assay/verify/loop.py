@@ -3,8 +3,9 @@
 ``verify`` waits ``settle_ms``, evaluates the predicate on the current snapshot (cycle 1),
 then again on every change to a key it reads (pushed: evaluated at once) and, when the state
 is pulled, at every poll interval, until it holds or ``timeout_ms`` has passed since the
-start. All waiting goes through the injected clock, so tests run it on virtual time.
-Elapsed time never turns into success: only an evaluation that holds passes.
+start. A predicate that reads no state key is answered after its first evaluation, as no
+change could alter it. All waiting goes through the injected clock, so tests run it on
+virtual time. Elapsed time never turns into success: only an evaluation that holds passes.
 """
 
 from __future__ import annotations
@@ -88,8 +89,8 @@ async def verify(
             check = predicate.check(snapshot.objects)
             cycles += 1
             now = clock.monotonic()
-            if check.result is True or now >= deadline:
-                break
+            if check.result is True or now >= deadline or not predicate.keys:
+                break  # held, out of time, or reading no state: nothing can change it
             if subscription is None:
                 subscription = store.subscribe(predicate.keys, wake)
             wake_at = deadline if interval is None else min(deadline, now + interval)

@@ -61,7 +61,10 @@ def narrate(observation: Observation) -> str:
             text += "; " + "; ".join(missing)
         return text + "."
     if not reads:
-        return f"{observation.subject} evaluated to false {timing}; it reads no state keys."
+        return (
+            f"{observation.subject} evaluated to false {timing}; it reads no state keys, so no "
+            "change to the state could make it hold."
+        )
     clauses = " and ".join(read.describe() for read in reads)
     failing = _failing_conditions(observation)
     action = observation.after_action
