@@ -342,3 +342,17 @@ def test_verify_reads_an_endpoint_within_the_read_timeout_given() -> None:
         f"assay verify: error: cannot read the state from the probe: GET {url} timed out "
         "after 0.15 s while waiting for the response\n",
     )
+
+
+def test_a_state_file_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """Editors and shells on Windows write UTF-8 with a BOM; it was refused as 'Unexpected
+    UTF-8 BOM (decode using utf-8-sig)', which RFC 8259 lets a parser ignore."""
+    path = tmp_path / "state.json"
+    path.write_bytes(b'\xef\xbb\xbf{"inbox": {"sent_count": 15}}')
+    from_file = run("verify", "inbox.sent_count == 15", "--state", str(path))
+    assert from_file.returncode == 0, from_file.stderr
+    from_stdin = subprocess.run(
+        [sys.executable, "-m", "assay", "verify", "inbox.sent_count == 15", "--state", "-"],
+        input=path.read_bytes(), capture_output=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert from_stdin.returncode == 0, from_stdin.stderr

@@ -286,3 +286,9 @@ def test_an_app_module_that_fails_is_the_apps_error_not_an_internal_one(tmp_path
             2,
             f"assay serve: --app {target}: {said}\n",
         )
+
+
+def test_a_config_file_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    file = tmp_path / "assay.toml"
+    file.write_bytes(b"\xef\xbb\xbfport = 9000\n")
+    assert load_config({}, {}, file).port == 9000

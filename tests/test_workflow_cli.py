@@ -226,3 +226,13 @@ def test_run_refuses_a_model_path_that_is_not_a_file_before_opening_the_ledger(
     both = assay("run", str(EXAMPLE), "--model-path", str(missing), "--model-url", "http://x/v1")
     assert both.returncode == 2
     assert "argument --model-url: not allowed with argument --model-path" in both.stderr
+
+
+def test_an_input_file_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    given = tmp_path / "input.json"
+    given.write_bytes(b"\xef\xbb\xbf" + EXAMPLE_INPUT.read_bytes())
+    flow = tmp_path / "flow.yaml"
+    flow.write_bytes(b"\xef\xbb\xbf" + EXAMPLE.read_bytes())
+    result = assay("run", str(flow), "--input", f"@{given}", "--ledger", "memory:")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["status"] == "completed"

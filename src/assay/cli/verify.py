@@ -93,9 +93,9 @@ def load_state(path: str) -> dict[str, Any] | str:
     named = "the state read from stdin" if path == "-" else f"the state file {path!r}"
     try:
         if path == "-":
-            text = sys.stdin.buffer.read().decode("utf-8")
+            text = sys.stdin.buffer.read().decode("utf-8-sig")
         else:
-            with open(path, encoding="utf-8") as handle:
+            with open(path, encoding="utf-8-sig") as handle:
                 text = handle.read()
     except OSError as error:
         return f"cannot read {named}: {error.strerror or error}"

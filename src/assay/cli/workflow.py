@@ -233,7 +233,7 @@ def _parse_input(text: str) -> dict[str, Any]:
     if text.startswith("@"):
         source = text[1:]
         try:
-            with open(source, encoding="utf-8") as file:
+            with open(source, encoding="utf-8-sig") as file:
                 text = file.read()
         except OSError as error:
             raise WorkflowError(f"cannot read --input file {source!r}: {error.strerror}") from None

@@ -243,7 +243,7 @@ def _file_token(item: Any, index: int, path: str) -> Token:
 
 def _read_file(path: Path) -> dict[str, Any]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except OSError as error:
         raise RequestError(f"--config {path}: cannot read it ({error.strerror})") from None
     except UnicodeDecodeError as error:

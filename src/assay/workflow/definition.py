@@ -133,7 +133,7 @@ def load_workflow(reference: str | Path) -> Workflow:
     path = Path(text)
     if path.suffix in (".yaml", ".yml", ".json") or path.exists():
         try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+            raw = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
         except OSError as error:
             raise WorkflowError(
                 f"cannot read the workflow file {text!r}: {error.strerror}", workflow=text
