@@ -11,6 +11,7 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from assay.errors import (
     LedgerError,
     LedgerIntegrityError,
     ProofError,
+    WrongTypeError,
 )
 from assay.ledger import (
     GENESIS_HASH,
@@ -699,3 +701,30 @@ def test_a_postgresql_backend_reconnects_after_losing_its_connections(
         assert entry.seq == 2
         assert backend.size() == 2  # a read is tried again on a new connection
         assert verify_ledger(backend).ok
+
+
+def test_a_value_of_the_wrong_kind_is_named_before_anything_is_read() -> None:
+    """These raised bare TypeErrors from a comparison deep inside ('>' not supported between
+    'int' and 'str'), or AttributeError for a signing key given as text."""
+    ledger = Ledger(MemoryBackend())
+    ledger.append("fire", {"n": 1})
+    calls: list[tuple[Callable[[], object], str]] = [
+        (lambda: ledger.query(after="1"), "after must be a whole number, not str"),
+        (lambda: ledger.query(limit=2.5), "limit must be a whole number or None, not float"),
+        (lambda: ledger.prove("1"), "seq must be a whole number, not str"),
+        (lambda: ledger.prove(1, size=True), "size must be a whole number or None, not bool"),
+        (lambda: ledger.consistency(None), "old_size must be a whole number, not NoneType"),
+        (lambda: ledger.root(1.0), "size must be a whole number or None, not float"),
+        (lambda: ledger.read(None, 2), "start must be a whole number, not NoneType"),
+        (lambda: ledger.entry("1"), "seq must be a whole number, not str"),
+        (lambda: ledger.iterate(None), "start must be a whole number, not NoneType"),
+        (
+            lambda: ledger.checkpoint("key.pem"),
+            "signing_key must be a SigningKey (SigningKey.from_file(path), for one), not str",
+        ),
+    ]
+    for call, said in calls:
+        with pytest.raises(WrongTypeError) as refused:
+            call()
+        assert str(refused.value) == said
+    assert ledger.size == 1 and ledger.checkpoints() == []

@@ -19,7 +19,7 @@ from typing import Any, Self
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from assay.clock import SYSTEM_CLOCK, Clock
-from assay.errors import LedgerEntryError, LedgerIntegrityError
+from assay.errors import LedgerEntryError, LedgerIntegrityError, WrongTypeError
 from assay.ledger.backend import BATCH, LedgerBackend
 from assay.ledger.checkpoint import Checkpoint, SigningKey
 from assay.ledger.entry import Entry, EntryDraft, stamp
@@ -135,12 +135,15 @@ class Ledger:
 
     def root(self, size: int | None = None) -> str:
         """The Merkle root (hex) of the first ``size`` entries, all of them by default."""
+        _whole("size", size, optional=True)
         with self._lock:
             self._reach(size)
             return self._tree.root(size).hex()
 
     def prove(self, seq: int, size: int | None = None) -> InclusionProof:
         """Proof that entry ``seq`` is in the tree of ``size`` entries (the current tree)."""
+        _whole("seq", seq)
+        _whole("size", size, optional=True)
         with self._lock:
             self._reach(max(seq, size or 0))
             size = self._tree.size if size is None else size
@@ -159,6 +162,8 @@ class Ledger:
 
     def consistency(self, old_size: int, new_size: int | None = None) -> ConsistencyProof:
         """Proof that the tree of ``old_size`` entries is a prefix of that of ``new_size``."""
+        _whole("old_size", old_size)
+        _whole("new_size", new_size, optional=True)
         with self._lock:
             self._reach(new_size)
             new_size = self._tree.size if new_size is None else new_size
@@ -173,6 +178,12 @@ class Ledger:
 
     def checkpoint(self, signing_key: SigningKey) -> Checkpoint:
         """Sign the current tree head with ``signing_key``, store it and return it."""
+        if not isinstance(signing_key, SigningKey):
+            raise WrongTypeError(
+                f"signing_key must be a SigningKey (SigningKey.from_file(path), for one), not "
+                f"{type(signing_key).__name__}",
+                parameter="signing_key",
+            )
         head = self.refresh()
         checkpoint = signing_key.sign(head.size, head.root, self._clock.wall())
         self._backend.add_checkpoint(checkpoint)
@@ -195,15 +206,19 @@ class Ledger:
 
     def read(self, start: int, stop: int) -> list[Entry]:
         """The entries with ``start <= seq < stop``."""
+        _whole("start", start)
+        _whole("stop", stop)
         return self._backend.read(start, stop)
 
     def entry(self, seq: int) -> Entry | None:
         """Entry ``seq``, or ``None`` when there is none."""
+        _whole("seq", seq)
         found = self._backend.read(seq, seq + 1)
         return found[0] if found else None
 
     def iterate(self, start: int = 1) -> Iterator[Entry]:
         """Every entry from ``start`` on, in order."""
+        _whole("start", start)
         return self._backend.iterate(start)
 
     def head(self) -> Entry | None:
@@ -223,6 +238,8 @@ class Ledger:
         limit: int | None = None,
     ) -> list[Entry]:
         """The entries matching every criterion given, in seq order."""
+        _whole("after", after)
+        _whole("limit", limit, optional=True)
         return self._backend.query(
             session=session,
             transition=transition,
@@ -324,6 +341,16 @@ class Ledger:
             tree.extend(following_on)
         for seq in [seq for seq in self._arrived if seq <= tree.size]:
             del self._arrived[seq]
+
+
+def _whole(name: str, value: object, *, optional: bool = False) -> None:
+    """``WrongTypeError`` naming the parameter ``name`` unless ``value`` is a whole number
+    (or, when ``optional``, None)."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        kind = "a whole number or None" if optional else "a whole number"
+        raise WrongTypeError(f"{name} must be {kind}, not {type(value).__name__}", parameter=name)
 
 
 def redact_body(body: Any, redaction: Redaction, prefix: tuple[str, ...] = ()) -> Any:
