@@ -290,8 +290,8 @@ class SyncOnlyBackend(GroupCommittedBackend):
         os.fdatasync(self._file)
         return self._kept.append(drafts)
 
-    def read(self, start: int, stop: int) -> list[Entry]:
-        return self._kept.read(start, stop)
+    def read_canonical(self, start: int, stop: int) -> list[tuple[int, bytes]]:
+        return self._kept.read_canonical(start, stop)
 
     def size(self) -> int:
         return self._kept.size()
