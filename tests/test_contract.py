@@ -11,7 +11,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from assay.errors import ContractError
+from assay.errors import ContractError, WrongTypeError
+from assay.expr import compile_expression
 from assay.expr.contract import Contract, compile_contract
 from assay.expr.filter_operators import OPERATORS, json_equal
 from assay.expr.filter_operators import _compiled as _compiled_pattern
@@ -719,3 +720,13 @@ def test_a_matches_pattern_is_compiled_once_for_checking_and_binding() -> None:
     assert _compiled_pattern.cache_info().misses == misses + 1
     assert first.check({"a": "order-0042-only-in-this-test"}).result is True
     assert second.check({"b": "order-42-only-in-this-test"}).result is False
+
+
+@pytest.mark.parametrize("state", [[1], "inbox", None, 5])
+def test_both_forms_refuse_a_state_that_is_not_a_mapping(state: Any) -> None:
+    # Checked against a list, an expression answered a silent false and against None an
+    # error " is null (reading 'a')" naming nothing; a contract raised from deep inside.
+    for predicate in (compile_expression("a == 1"), compile_contract({"a": {"eq": 1}})):
+        with pytest.raises(WrongTypeError, match=r"state must be a mapping .*not ") as raised:
+            predicate.check(state)
+        assert raised.value.parameter == "state"

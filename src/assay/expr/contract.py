@@ -30,7 +30,7 @@ from assay.expr.filter_operators import (
     json_value,
 )
 from assay.expr.path import MISSING, format_path, json_type_name, parse_path, read_path
-from assay.expr.predicate import Check, ConditionEvidence
+from assay.expr.predicate import Check, ConditionEvidence, require_state
 from assay.redaction import Redaction
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -152,8 +152,10 @@ class Contract:
     def check(self, state: Mapping[str, Any]) -> Check:
         """Evaluate every condition once against ``state``; holds when all of them hold.
 
-        Never raises for a JSON state; raises ``ContractError`` if placeholders are unbound.
+        Never raises for a JSON object; raises ``ContractError`` if placeholders are unbound
+        and ``WrongTypeError`` if ``state`` is not a mapping.
         """
+        require_state(state)
         if self._conditions is None:
             names = ", ".join(sorted(self._placeholders))
             raise ContractError(

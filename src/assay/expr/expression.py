@@ -12,7 +12,7 @@ from assay.expr.functions import GLOBAL_FUNCTIONS, GLOBAL_NAMESPACES
 from assay.expr.limits import Limits
 from assay.expr.parser import parse
 from assay.expr.path import format_path
-from assay.expr.predicate import Check
+from assay.expr.predicate import Check, require_state
 from assay.expr.syntax import Arrow, Call, Chain, Identifier, Literal, Member, Node, children
 from assay.expr.values import to_boolean
 
@@ -53,7 +53,11 @@ class Expression:
         return self._keys
 
     def check(self, state: Mapping[str, Any]) -> Check:
-        """Evaluate once; an evaluation error becomes ``result=None`` with its message."""
+        """Evaluate once; an evaluation error becomes ``result=None`` with its message.
+
+        Raises ``WrongTypeError`` if ``state`` is not a mapping.
+        """
+        require_state(state)
         try:
             value = self.evaluate(state)
         except ExpressionError as error:

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from assay.errors import WrongTypeError
+
 
 @dataclass(frozen=True, slots=True)
 class ConditionEvidence:
@@ -59,5 +61,22 @@ class Predicate(Protocol):
         ...
 
     def check(self, state: Mapping[str, Any]) -> Check:
-        """Evaluate once against ``state``; never raises for a state it cannot evaluate."""
+        """Evaluate once against ``state``; never raises for a state it cannot evaluate.
+
+        Raises ``WrongTypeError`` when ``state`` is not a mapping at all (see ``require_state``).
+        """
         ...
+
+
+def require_state(state: object) -> None:
+    """Refuse a ``state`` that is not a mapping of top-level keys to values.
+
+    A predicate reads its names from the state's keys; a list, a string or ``None`` holds
+    none, so a check against one could only answer false or fail on every name.
+    """
+    if not isinstance(state, Mapping):
+        raise WrongTypeError(
+            f"state must be a mapping of top-level keys to values (a JSON object), "
+            f"not {type(state).__name__}; wrap a value as {{'name': value}} to check it",
+            parameter="state",
+        )

@@ -14,7 +14,7 @@ from typing import Any, Final
 from assay.expr import Expression
 from assay.expr.contract import Contract
 from assay.expr.path import format_path, parse_path
-from assay.expr.predicate import Check, Predicate
+from assay.expr.predicate import Check, Predicate, require_state
 
 _PLACEHOLDER: Final = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -35,6 +35,7 @@ class ArgsPredicate:
         return tuple(k for k in self.expression.keys if k != "args" and not k.startswith("args."))
 
     def check(self, state: Mapping[str, Any]) -> Check:
+        require_state(state)
         return self.expression.check({**state, "args": self.args})
 
 
