@@ -133,3 +133,31 @@ def test_a_workflow_file_broken_after_the_daemon_started_is_answered_409_not_400
         )
     assert done.status_code == 200, done.text
     assert done.json()["committed"] == {"a": {"items": [1]}}
+
+
+async def test_runs_are_listed_a_page_at_a_time_and_by_status(client: httpx.AsyncClient) -> None:
+    ids = []
+    for _ in range(3):
+        started = await client.post(
+            "/v1/workflows/competitor_deep_dive/runs", json={"input": COMPETITOR_INPUT}
+        )
+        ids.append(started.json()["run_id"])
+
+    async def listed(**params: object) -> list[str]:
+        response = await client.get("/v1/runs", params=params)
+        assert response.status_code == 200, response.text
+        return [r["run_id"] for r in response.json()["runs"]]
+
+    assert await listed() == ids
+    assert await listed(limit=2) == ids[:2]
+    assert await listed(after=ids[1]) == ids[2:]
+    assert await listed(after=ids[2]) == []
+    assert await listed(status="completed", limit=1, after=ids[0]) == [ids[1]]
+    assert await listed(status="parked") == []
+    unknown = await client.get("/v1/runs", params={"after": "no-such-run"})
+    assert unknown.status_code == 404
+    assert unknown.json()["detail"].startswith("no run 'no-such-run' in the ledger at ")
+    for params, where in (({"limit": 0}, "limit"), ({"status": "stuck"}, "status")):
+        refused = await client.get("/v1/runs", params=params)
+        assert refused.status_code == 400, refused.text
+        assert [error["field"] for error in refused.json()["errors"]] == [f"query.{where}"]

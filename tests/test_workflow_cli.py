@@ -103,9 +103,18 @@ def test_run_parks_with_exit_1_and_resume_with_a_persons_input_completes(tmp_pat
     listed = assay("runs", "--ledger", url)
     assert listed.returncode == 0
     assert listed.stdout.split() == [run_id, "parked", "approval", "step=a"]
+    assert assay("runs", "--status", "parked", "--limit", "1", "--ledger", url).stdout == (
+        listed.stdout
+    )
+    later = assay("runs", "--after", run_id, "--status", "parked", "--ledger", url)
+    assert (later.returncode, later.stdout) == (0, "")
+    assert later.stderr == (
+        f"assay runs: no parked workflow runs after {run_id} in the ledger at {url}\n"
+    )
 
     done = assay("resume", run_id, "--input", '{"approve": true}', "--ledger", url)
     assert done.returncode == 0, done.stderr
+    assert assay("runs", "--status", "parked", "--ledger", url).stdout == ""
     assert json.loads(done.stdout)["committed"] == {"a": {"items": [1]}}
 
     again = assay("resume", run_id, "--ledger", url)
@@ -175,6 +184,14 @@ def test_bad_input_and_unknown_runs_exit_2(tmp_path: Path) -> None:
         f"assay resume: error: no run 'no-such-run' in the ledger at {url}; "
         f"`assay runs --ledger {url}` lists the runs\n"
     )
+    after_unknown = assay("runs", "--after", "no-such-run", "--ledger", url)
+    assert (after_unknown.returncode, after_unknown.stderr) == (
+        2,
+        f"assay runs: error: no run 'no-such-run' in the ledger at {url}\n",
+    )
+    bad_status = assay("runs", "--status", "stuck", "--ledger", url)
+    assert bad_status.returncode == 2
+    assert "argument --status: invalid choice: 'stuck'" in bad_status.stderr
 
 
 def test_run_asks_a_model_file_in_process_and_records_its_rulings(

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from assay.clock import VirtualClock
-from assay.errors import RunError, RunNotFoundError, WorkflowError
+from assay.errors import RunError, RunNotFoundError, WorkflowError, WrongTypeError
 from assay.workflow import Engine, ModelSettings, ModelVerifier, RunStatus, StepContext, Workflows
+from assay.workflow import run as run_module
 from assay.workflow.chat import Completion
 from assay.workflow.run import read_run
 from workflow_steps import PlannerRecorder, Recorder, memory_ledger, step_of, workflow_of
@@ -381,3 +382,32 @@ def test_a_verifier_that_raises_fails_the_verdict_and_the_run_goes_on() -> None:
             "verifier": "verifier",
         }
     ]
+
+
+@pytest.mark.parametrize("page", [2, 500])
+def test_runs_are_listed_a_page_at_a_time_and_by_status(
+    page: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Listing read every run in the ledger at once; now it pages with after= and limit=,
+    # reading commit entries a page at a time (a small page crosses several of them).
+    monkeypatch.setattr(run_module, "_PAGE", page)
+    executor = Recorder([GOOD, BAD, GOOD, GOOD, BAD, GOOD, BAD])
+    step = step_of("s", executor, escalation=[])
+    workflow = workflow_of(step, name="paged", budget={"iterations_per_attempt": 1})
+    service = Workflows(memory_ledger(), workflows=[workflow])
+    ids = [service.start("paged", {"n": n}).run_id for n in range(7)]
+    parked = [ids[1], ids[4], ids[6]]
+
+    assert [r.run_id for r in service.runs()] == ids
+    assert [r.run_id for r in service.runs(limit=3)] == ids[:3]
+    assert [r.run_id for r in service.runs(after=ids[2], limit=3)] == ids[3:6]
+    assert [r.run_id for r in service.runs(after=ids[6])] == []
+    assert [r.run_id for r in service.runs(status=RunStatus.PARKED)] == parked
+    assert [r.run_id for r in service.runs(status="parked", after=ids[1], limit=1)] == [ids[4]]
+    assert [r.run_id for r in service.runs(limit=0)] == []
+    with pytest.raises(RunNotFoundError, match="no run 'nope' in the ledger"):
+        service.runs(after="nope")
+    with pytest.raises(WrongTypeError, match="status must be one of running, parked, completed"):
+        service.runs(status="stuck")  # type: ignore[arg-type]
+    with pytest.raises(WrongTypeError, match="limit must be a whole number ≥ 0, not -1"):
+        service.runs(limit=-1)

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from assay.cli.arguments import whole_number
 from assay.cli.ledger import add_ledger_option
 from assay.errors import AssayError, RunNotFoundError, WorkflowError, WorkflowLintError
 from assay.ledger import Ledger, open_ledger
@@ -73,6 +74,17 @@ def register(commands: Any) -> None:
         "runs", help="list workflow runs", description="List the runs recorded in the ledger."
     )
     parser.add_argument("--json", action="store_true", help="one RunRecord JSON per line")
+    parser.add_argument(
+        "--status",
+        choices=[status.value for status in RunStatus],
+        help="only runs with this status (parked: those waiting for `assay resume`)",
+    )
+    parser.add_argument(
+        "--after", metavar="RUN_ID", help="only runs started after this one (to page on)"
+    )
+    parser.add_argument(
+        "--limit", type=whole_number("runs"), metavar="N", help="at most N runs (default: all)"
+    )
     add_ledger_option(parser)
     parser.set_defaults(run=run_runs)
 
@@ -155,12 +167,17 @@ def run_resume(args: argparse.Namespace) -> int:
 def run_runs(args: argparse.Namespace) -> int:
     try:
         with open_ledger(args.ledger, create=False) as ledger:
-            records = Workflows(ledger).runs()
+            records = Workflows(ledger).runs(after=args.after, limit=args.limit, status=args.status)
     except AssayError as error:
         print(f"assay runs: error: {error}", file=sys.stderr)
         return 2
     if not records and not args.json:  # stdout stays empty: a script may read it
-        print(f"assay runs: no workflow runs in the ledger at {ledger.url}", file=sys.stderr)
+        which = f"{args.status} " if args.status else ""
+        after = f" after {args.after}" if args.after else ""
+        print(
+            f"assay runs: no {which}workflow runs{after} in the ledger at {ledger.url}",
+            file=sys.stderr,
+        )
     for record in records:
         if args.json:
             print(record.model_dump_json())

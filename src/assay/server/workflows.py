@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Annotated, Any, Final
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.errors import NotFoundError, WorkflowError, WorkflowUnavailableError
@@ -22,7 +22,7 @@ from assay.server.json_body import JSONRoute
 from assay.server.query import known_query
 from assay.server.tokens import Scope
 from assay.workflow.definition import Workflow
-from assay.workflow.run import RunRecord
+from assay.workflow.run import RunRecord, RunStatus
 from assay.workflow.service import Workflows
 
 router = APIRouter(
@@ -30,6 +30,8 @@ router = APIRouter(
 )
 
 _NAME: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,127}\Z")
+MAX_RUNS: Final = 1000
+"""The most runs one page of ``GET /v1/runs`` holds."""
 
 
 class RunRequest(BaseModel):
@@ -55,7 +57,7 @@ class WorkflowList(BaseModel):
 
 
 class RunList(BaseModel):
-    """Every run in the ledger, oldest first."""
+    """A page of the runs in the ledger, oldest first."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -122,14 +124,25 @@ def _names(workflows: Workflows) -> list[str]:
     "/runs",
     response_model=RunList,
     responses=errors(404),
-    summary="Every workflow run in the ledger",
+    summary="The workflow runs in the ledger, a page at a time, optionally of one status",
 )
-async def runs(
+def runs(
     workflows: WorkflowsDependency,
     who: Annotated[Principal, Depends(require(Scope.READ))],
+    after: Annotated[
+        str | None,
+        Query(max_length=200, description="only runs started after this run (its run_id)"),
+    ] = None,
+    limit: Annotated[
+        int, Query(ge=1, le=MAX_RUNS, description=f"at most this many (1 to {MAX_RUNS})")
+    ] = 100,
+    status: Annotated[RunStatus | None, Query(description="only runs with this status")] = None,
 ) -> RunList:
-    """Runs rebuilt from the ledger, oldest first."""
-    return RunList(runs=workflows.runs())
+    """Runs rebuilt from the ledger, oldest first. Page on with ``after`` = the last
+    ``run_id`` received; an empty page means there are no more."""
+    # A plain function, as the one below: the ledger is read on FastAPI's thread pool,
+    # never on the event loop that fires and verifies.
+    return RunList(runs=workflows.runs(after=after, limit=limit, status=status))
 
 
 @router.get(
@@ -138,7 +151,7 @@ async def runs(
     responses=errors(404),
     summary="One workflow run: status, committed steps, why it parked",
 )
-async def run(
+def run(
     run_id: str,
     workflows: WorkflowsDependency,
     who: Annotated[Principal, Depends(require(Scope.READ))],

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from assay.errors import RunError, RunNotFoundError
+from assay.errors import RunError, RunNotFoundError, WrongTypeError
 from assay.ledger import Entry, Ledger
 from assay.workflow.budget import Usage
 from assay.workflow.verdict import Verdict
@@ -138,13 +138,55 @@ def read_run(ledger: Ledger, run_id: str) -> RunRecord:
     return rebuild(run_id, entries)
 
 
-def list_runs(ledger: Ledger) -> list[RunRecord]:
-    """Every run in the ledger, oldest first."""
-    ids: list[str] = []
-    for entry in ledger.query(kind="commit"):
-        if entry.run is not None and _event(entry) == "start":
-            ids.append(entry.run)
-    return [read_run(ledger, run_id) for run_id in ids]
+def list_runs(
+    ledger: Ledger,
+    *,
+    after: str | None = None,
+    limit: int | None = None,
+    status: RunStatus | None = None,
+) -> list[RunRecord]:
+    """The runs in the ledger, oldest first: those started after run ``after`` (all when
+    ``None``), with ``status`` if given, at most ``limit`` of them.
+
+    Page on with ``after`` = the last ``run_id`` received. Runs are read from the ledger as
+    they are found, so a page costs the runs it holds (and those ``status`` passes over),
+    not every run. ``RunNotFoundError`` if ``after`` names no run.
+    """
+    if limit is not None and (type(limit) is not int or limit < 0):
+        raise WrongTypeError(f"limit must be a whole number ≥ 0, not {limit!r}", parameter="limit")
+    if status is not None and status not in _STATUSES:
+        raise WrongTypeError(
+            f"status must be one of {', '.join(_STATUSES)}, not {status!r}", parameter="status"
+        )
+    found: list[RunRecord] = []
+    seq = 0 if after is None else _start_of(ledger, after).seq
+    while limit is None or len(found) < limit:
+        commits = ledger.query(kind="commit", after=seq, limit=_PAGE)
+        for entry in commits:
+            if entry.run is None or _event(entry) != "start":
+                continue
+            record = read_run(ledger, entry.run)
+            if status is None or record.status == status:
+                found.append(record)
+                if len(found) == limit:
+                    break
+        if len(commits) < _PAGE:
+            break
+        seq = commits[-1].seq
+    return found
+
+
+_STATUSES = tuple(status.value for status in RunStatus)
+_PAGE = 500
+"""Commit entries read from the ledger at a time while listing runs."""
+
+
+def _start_of(ledger: Ledger, run_id: str) -> Entry:
+    """Run ``run_id``'s start entry; ``RunNotFoundError`` if the ledger holds none."""
+    for entry in ledger.query(run=run_id, kind="commit", limit=1):
+        if _event(entry) == "start":
+            return entry
+    raise RunNotFoundError(f"no run {run_id!r} in the ledger at {ledger.url}", run_id=run_id)
 
 
 def rebuild(run_id: str, entries: list[Entry]) -> RunRecord:

@@ -17,7 +17,7 @@ from assay.ledger import Ledger
 from assay.workflow.definition import ModelSettings, Workflow, load_workflow
 from assay.workflow.engine import Engine, Observer
 from assay.workflow.lint import LintProblem, lint
-from assay.workflow.run import RunRecord, list_runs, read_run
+from assay.workflow.run import RunRecord, RunStatus, list_runs, read_run
 
 if TYPE_CHECKING:
     from assay.graph import Session
@@ -88,9 +88,15 @@ class Workflows:
         """The run ``run_id``; ``RunNotFoundError`` if the ledger has none."""
         return read_run(self.ledger, run_id)
 
-    def runs(self) -> list[RunRecord]:
-        """Every run in the ledger, oldest first."""
-        return list_runs(self.ledger)
+    def runs(
+        self,
+        *,
+        after: str | None = None,
+        limit: int | None = None,
+        status: RunStatus | None = None,
+    ) -> list[RunRecord]:
+        """The runs in the ledger, oldest first, a page at a time (see ``list_runs``)."""
+        return list_runs(self.ledger, after=after, limit=limit, status=status)
 
     def resume(self, run_id: str, human: Mapping[str, Any] | None = None) -> RunRecord:
         """Resume a parked or interrupted run from its last commit with ``human`` input."""
