@@ -14,12 +14,14 @@ from typing import Any
 
 import pytest
 
+from assay.clock import VirtualClock
 from assay.errors import (
     EvidenceStoppedError,
     IdempotencyKeyReusedError,
     LedgerError,
     NotFoundError,
     RequestError,
+    WrongTypeError,
 )
 from assay.examples.outpost import APPLICATION, Outpost, outpost_connector
 from assay.graph import build_navigation_graph
@@ -409,3 +411,71 @@ async def _until(condition: Any, timeout: float = 10.0) -> None:
     while not condition():
         assert loop.time() < deadline, "the condition did not come about in time"
         await asyncio.sleep(0.05)
+
+
+async def test_a_session_no_request_names_for_its_idle_time_expires_unless_busy() -> None:
+    # Sessions stayed open until closed: an agent that died left its session, and its
+    # subscription to every state change, in the daemon for good. Here the host looks for
+    # idle sessions every 60 s of its clock and closes those unnamed for 250 s or more.
+    clock = VirtualClock()
+    release = asyncio.Event()
+
+    def handlers(store: Any) -> dict[str, Any]:
+        async def open_billing(args: dict[str, Any]) -> None:
+            if args.get("tab") == "run":
+                await release.wait()  # the handler runs on until released
+                store.report({"view.domain": "billing"}, source="desk")
+            # else it returns having written nothing: pending on a state report
+
+        return {"workspace.open-billing": open_billing}
+
+    application = Application.in_process(
+        DESK, start="workspace", state={"view": {"domain": "home"}}, handlers=handlers
+    )
+    ledger = Ledger(MemoryBackend())
+    async with Host(application, ledger, clock=clock, session_idle_s=250) as host:
+        idle, used, waiting, running = (host.open_session().id for _ in range(4))
+        for session, tab, timeout_ms in ((waiting, "wait", 590_000), (running, "run", None)):
+            request = ActionRequest(
+                session=session,
+                action="workspace.open-billing",
+                args={"tab": tab},
+                verify_timeout_ms=timeout_ms,
+            )
+            assert (await host.fire(request)).answer == "pending"
+
+        async def at(moment: float) -> set[str]:
+            await clock.advance(moment - clock.monotonic())
+            await clock.settle()
+            return set(host.sessions) - {host.default_session}
+
+        assert await at(249) == {idle, used, waiting, running}
+        host.actions(used)  # naming a session is using it
+        assert await at(310) == {used, waiting, running}  # the look at 300 s
+        with pytest.raises(NotFoundError) as caught:
+            host.did_it_work(idle, "workspace.open-billing#1")
+        assert str(caught.value) == (
+            f"the session {idle!r} expired: no request named it for 250 s; what it fired and "
+            f"how each settled is in the ledger (GET /v1/ledger/entries?session={idle})"
+        )
+        assert host.did_it_work(waiting, "workspace.open-billing#1").answer == "pending"
+        assert await at(590) == {waiting, running}  # used was last named at 249 s
+        # At 590 s the waiting transition timed out; at 600 s nothing keeps its session. The
+        # running handler keeps its own until it finishes, and 250 s more.
+        assert await at(700) == {running}
+        release.set()
+        assert await at(899) == {running}
+        assert await at(901) == set()
+        assert [e.kind for e in ledger.query(session=waiting)] == ["fire", "settlement"]
+
+
+async def test_sessions_never_expire_without_an_idle_time() -> None:
+    clock = VirtualClock()
+    async with Host(_desk([]), Ledger(MemoryBackend()), clock=clock, session_idle_s=None) as host:
+        opened = host.open_session().id
+        await clock.advance(10 * 365 * 86400)
+        assert await host.expire_idle() == []
+        assert host.session(opened).id == opened
+    for wrong in (0, -1, float("nan"), float("inf"), "600", True):
+        with pytest.raises(WrongTypeError, match="session_idle_s must be a positive number"):
+            Host(_desk([]), Ledger(MemoryBackend()), session_idle_s=wrong)  # type: ignore[arg-type]

@@ -125,6 +125,29 @@ def test_the_body_limit_comes_from_a_flag_the_environment_or_the_file(tmp_path: 
         load_config({}, {}, file)
 
 
+def test_the_session_idle_time_comes_from_a_flag_the_environment_or_the_file(
+    tmp_path: Path,
+) -> None:
+    file = tmp_path / "assay.toml"
+    file.write_text("session_idle_s = 90\n")
+    assert load_config({}, {}).session_idle_s == 3600
+    assert load_config({}, {}, file).session_idle_s == 90
+    assert load_config({}, {"ASSAY_SESSION_IDLE_S": "7.5"}, file).session_idle_s == 7.5
+    assert load_config({"session_idle_s": 0.0}, {}, file).session_idle_s == 0  # never
+    with pytest.raises(RequestError, match=r"ASSAY_SESSION_IDLE_S must be a number of seconds"):
+        load_config({}, {"ASSAY_SESSION_IDLE_S": "an hour"})
+    for wrong in (-1.0, float("inf"), float("nan")):
+        with pytest.raises(
+            RequestError,
+            match=r"session_idle_s must be 0 \(never expire\) or a positive number of seconds, "
+            r"not .* \(set by --session-idle-s\)",
+        ):
+            load_config({"session_idle_s": wrong}, {})
+    file.write_text("session_idle_s = true\n")
+    with pytest.raises(RequestError, match=r"session_idle_s must be a TOML number, not bool"):
+        load_config({}, {}, file)
+
+
 def assay(*arguments: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """``assay ARGUMENTS`` run to its end (it should refuse to start), with its output."""
     return subprocess.run(

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from assay.errors import ApplicationError, LedgerError, RequestError, WorkflowError
-from assay.host.defaults import DEFAULT_APPLICATION
+from assay.host.defaults import DEFAULT_APPLICATION, DEFAULT_SESSION_IDLE_S
 from assay.server.config import (
     DEFAULT_HOST,
     DEFAULT_MAX_BODY_BYTES,
@@ -33,6 +33,7 @@ def register(commands: Any) -> None:
         description="Serve the HTTP API (OpenAPI at /openapi.json) for an application. "
         "Each setting also comes from ASSAY_APP, ASSAY_LEDGER, ASSAY_HOST, ASSAY_PORT, "
         "ASSAY_TOKENS (space-separated), ASSAY_LOG_LEVEL, ASSAY_WORKFLOWS, ASSAY_REDACT, "
+        "ASSAY_MAX_BODY_BYTES, ASSAY_SESSION_IDLE_S, "
         "or a TOML --config file (ASSAY_CONFIG). A non-loopback --host needs at least one "
         "--token.",
     )
@@ -69,6 +70,13 @@ def register(commands: Any) -> None:
         type=int,
         metavar="N",
         help=f"refuse larger request bodies with 413 (default {DEFAULT_MAX_BODY_BYTES:,})",
+    )
+    parser.add_argument(
+        "--session-idle-s",
+        type=float,
+        metavar="SECONDS",
+        help="close a session no request has named for this long (default "
+        f"{DEFAULT_SESSION_IDLE_S:g}; 0: never)",
     )
     parser.add_argument("--config", metavar="FILE", help="a TOML file with the same settings")
     parser.add_argument("--log-level", choices=LOG_LEVELS, help="default info")

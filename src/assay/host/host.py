@@ -9,6 +9,9 @@ answer is durable.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import math
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
@@ -17,7 +20,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from assay.clock import SYSTEM_CLOCK, Clock
-from assay.errors import NotFoundError, RequestError
+from assay.errors import LedgerError, NotFoundError, RequestError, WrongTypeError
 from assay.expr import compile_expression
 from assay.expr.contract import compile_contract
 from assay.expr.path import parse_path, read_path
@@ -26,6 +29,7 @@ from assay.graph.declaration import Reversibility
 from assay.graph.result import FireResult
 from assay.graph.session import DEFAULT_THRESHOLDS, Session
 from assay.host.application import Application, ConnectContext, Connection
+from assay.host.defaults import DEFAULT_SESSION_IDLE_S
 from assay.host.evidence import DurableEvidence
 from assay.host.idempotency import IdempotencyCache
 from assay.host.wire import (
@@ -50,6 +54,8 @@ PROGRESS_EVERY_S = 1.0
 CLOSED_REMEMBERED = 10_000
 """How many closed sessions' ids the host remembers, to say a session was closed rather than
 that there never was one."""
+SWEEP_EVERY_S = 60.0
+"""The longest the host waits between looks for idle sessions."""
 
 Progress = Callable[[float, float, str], Awaitable[None]]
 """Called while a wait goes on: (elapsed ms, ceiling ms, what it waits on)."""
@@ -66,7 +72,19 @@ class Host:
         clock: Clock = SYSTEM_CLOCK,
         thresholds: Mapping[Reversibility | str, float] | None = None,
         redaction: Redaction | None = None,
+        session_idle_s: float | None = DEFAULT_SESSION_IDLE_S,
     ) -> None:
+        if session_idle_s is not None and (
+            isinstance(session_idle_s, bool)
+            or not isinstance(session_idle_s, int | float)
+            or not math.isfinite(session_idle_s)
+            or session_idle_s <= 0
+        ):
+            raise WrongTypeError(
+                "session_idle_s must be a positive number of seconds, or None for sessions "
+                f"that never expire, not {session_idle_s!r}",
+                parameter="session_idle_s",
+            )
         self.application = application
         self.graph = application.graph
         self.ledger = ledger
@@ -78,7 +96,12 @@ class Host:
                 self.thresholds[Reversibility(key)] = value
         self.evidence = DurableEvidence(ledger)
         self.sessions: dict[str, Session] = {}
-        self._closed: OrderedDict[str, None] = OrderedDict()  # the latest closed sessions' ids
+        self.session_idle_s = session_idle_s
+        # When each opened session (the default one aside) was last named, oldest first.
+        self._used: OrderedDict[str, float] = OrderedDict()
+        # The latest closed sessions' ids, each with why it is gone.
+        self._closed: OrderedDict[str, str] = OrderedDict()
+        self._sweeper: asyncio.Task[None] | None = None
         self.idempotency: IdempotencyCache[ActionResponse] = IdempotencyCache()
         self._connection: Connection | None = None
         self.default_session = DEFAULT_SESSION
@@ -95,9 +118,17 @@ class Host:
         # Its own id, so that two runs of a daemon on one ledger never share transition ids;
         # "default" (or no session at all) names it in requests.
         self.default_session = self.open_session().id
+        self._used.pop(self.default_session)  # it never expires
+        if self.session_idle_s is not None:
+            self._sweeper = asyncio.create_task(self._sweep(self.session_idle_s))
 
     async def stop(self) -> None:
         """Close every session and the connection; store what evidence is queued."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+            self._sweeper = None
         for session in list(self.sessions.values()):
             await session.close()
         self.sessions.clear()
@@ -150,6 +181,7 @@ class Host:
         )
         session.register_actions_by_id(self.connection.handlers)
         self.sessions[session.id] = session
+        self._used[session.id] = self.clock.monotonic()
         self._closed.pop(session.id, None)
         return session
 
@@ -160,8 +192,8 @@ class Host:
         if session is None:
             if key in self._closed:
                 raise NotFoundError(
-                    f"the session {key!r} was closed; what it fired and how each settled is in "
-                    f"the ledger (GET /v1/ledger/entries?session={key})",
+                    f"the session {key!r} {self._closed[key]}; what it fired and how each "
+                    f"settled is in the ledger (GET /v1/ledger/entries?session={key})",
                     kind="session",
                     id=key,
                 )
@@ -171,6 +203,9 @@ class Host:
                 kind="session",
                 id=key,
             )
+        if session.id in self._used:
+            self._used[session.id] = self.clock.monotonic()
+            self._used.move_to_end(session.id)
         return session
 
     async def close_session(self, session_id: str) -> None:
@@ -179,12 +214,49 @@ class Host:
         session = self.session(session_id)
         if session.id == self.default_session:
             raise RequestError("the default session cannot be closed", field="session")
+        await self._close(session, "was closed")
+
+    async def _close(self, session: Session, why: str) -> None:
         del self.sessions[session.id]
-        self._closed[session.id] = None
+        self._used.pop(session.id, None)
+        self._closed[session.id] = why
         if len(self._closed) > CLOSED_REMEMBERED:
             self._closed.popitem(last=False)
         await session.close()
         await self.evidence.durable()
+
+    async def expire_idle(self) -> list[str]:
+        """Close each session no request has named for ``session_idle_s`` or longer, unless
+        it has a transition pending or a handler still running; answer their ids.
+
+        The host does this by itself while started, at least every ``SWEEP_EVERY_S``; a
+        request naming an expired session is told it expired. The default session never
+        expires.
+        """
+        idle_s = self.session_idle_s
+        if idle_s is None:
+            return []
+        now = self.clock.monotonic()
+        expired: list[str] = []
+        for session_id, used in list(self._used.items()):
+            if now - used < idle_s:
+                break  # oldest first: every later one was named more recently
+            session = self.sessions[session_id]
+            if session.tasks or any(not t.phase.terminal for t in session.transitions.values()):
+                self._used[session_id] = now  # busy, so not idle: looked at again later
+                self._used.move_to_end(session_id)
+                continue
+            await self._close(session, f"expired: no request named it for {idle_s:g} s")
+            expired.append(session_id)
+        return expired
+
+    async def _sweep(self, idle_s: float) -> None:
+        """Expire idle sessions, for as long as the host runs."""
+        while True:
+            await self.clock.sleep(min(idle_s / 2, SWEEP_EVERY_S))
+            # A ledger that stopped taking evidence is told to the requests; the sweep goes on.
+            with contextlib.suppress(LedgerError):
+                await self.expire_idle()
 
     def describe(self, session: Session) -> SessionInfo:
         """Where ``session`` is and what it has fired."""

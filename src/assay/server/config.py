@@ -10,6 +10,7 @@ gives any. A non-loopback bind without tokens is refused by ``check``.
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from assay.errors import RequestError
-from assay.host.defaults import DEFAULT_APPLICATION
+from assay.host.defaults import DEFAULT_APPLICATION, DEFAULT_SESSION_IDLE_S
 from assay.ledger.url import DEFAULT_URL
 from assay.server.tokens import TOKEN_FORM, Token, parse_scopes
 
@@ -38,6 +39,7 @@ ENVIRONMENT: Final = {
     "workflows": "ASSAY_WORKFLOWS",
     "redact": "ASSAY_REDACT",
     "max_body_bytes": "ASSAY_MAX_BODY_BYTES",
+    "session_idle_s": "ASSAY_SESSION_IDLE_S",
 }
 CONFIG_ENV: Final = "ASSAY_CONFIG"
 _FILE_KEYS: Final = tuple(ENVIRONMENT)
@@ -63,6 +65,8 @@ class ServerConfig:
     access_log: bool = True
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     """Larger request bodies are refused (413) before they are read whole."""
+    session_idle_s: float = DEFAULT_SESSION_IDLE_S
+    """A session no request names for this long is closed; 0: sessions never expire."""
 
     @property
     def loopback(self) -> bool:
@@ -77,6 +81,12 @@ class ServerConfig:
             raise RequestError(
                 f"max_body_bytes must be 1 or more, not {self.max_body_bytes}",
                 field="max_body_bytes",
+            )
+        if not 0 <= self.session_idle_s < math.inf:
+            raise RequestError(
+                f"session_idle_s must be 0 (never expire) or a positive number of seconds, "
+                f"not {self.session_idle_s}",
+                field="session_idle_s",
             )
         if self.log_level not in LOG_LEVELS:
             raise RequestError(
@@ -154,6 +164,7 @@ FLAGS: Final = {
     "workflows": "--workflows",
     "redact": "--redact",
     "max_body_bytes": "--max-body-bytes",
+    "session_idle_s": "--session-idle-s",
 }
 """The flag of each setting."""
 
@@ -176,6 +187,13 @@ def _from_environment(key: str, value: str, variable: str) -> Any:
         except ValueError:
             what = "a port number" if key == "port" else "a number of bytes"
             raise RequestError(f"{variable} must be {what}, not {value!r}", field=key) from None
+    if key == "session_idle_s":
+        try:
+            return float(value)
+        except ValueError:
+            raise RequestError(
+                f"{variable} must be a number of seconds, not {value!r}", field=key
+            ) from None
     if key == "access_log":
         return value.strip().lower() not in ("0", "false", "no", "off")
     if key == "workflows":
@@ -202,9 +220,10 @@ def _from_file(key: str, value: Any, path: str) -> Any:
     return value
 
 
-_FILE_KINDS: Final[dict[str, tuple[type, str]]] = {
+_FILE_KINDS: Final[dict[str, tuple[type | tuple[type, ...], str]]] = {
     "port": (int, "integer"),
     "max_body_bytes": (int, "integer"),
+    "session_idle_s": ((int, float), "number"),
     "tokens": (list, "array of tables"),
     "access_log": (bool, "boolean"),
     "workflows": (list, "array of strings"),

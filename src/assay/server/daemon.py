@@ -47,7 +47,10 @@ async def run(config: ServerConfig, *, ready: Callable[[str], None] | None = Non
         redaction = Redaction((*application.redaction, *config.redact))
         ledger = open_ledger(config.ledger, redaction=redaction)
         try:
-            async with Host(application, ledger, redaction=redaction) as host:
+            idle_s = config.session_idle_s or None  # 0: sessions never expire
+            async with Host(
+                application, ledger, redaction=redaction, session_idle_s=idle_s
+            ) as host:
                 workflows = Workflows(
                     ledger,
                     directories=config.workflows,
