@@ -93,6 +93,38 @@ def test_verify_reads_state_from_stdin() -> None:
     assert result.returncode == 0
 
 
+def test_verify_answers_a_state_from_stdin_at_once() -> None:
+    # Read once, it cannot change; the answer waited out the whole timeout all the same.
+    result = run("verify", "a === 2", "--state", "-", "--timeout-ms", "60000", stdin='{"a": 1}')
+    assert result.returncode == 1
+    outcome = json.loads(result.stdout)
+    assert (outcome["poll_cycles"], outcome["elapsed_ms"]) == (1, 0)
+    assert (
+        outcome["narrative"] == "a remained 1 after 1 poll cycle (0ms); nothing observable changed."
+    )
+
+
+def test_verify_takes_a_declarative_contract_written_as_a_json_object(state_file: Path) -> None:
+    # EXPR '{...}' was refused: 'object literals are not supported'.
+    held = run("verify", '{"inbox.sent_count": {"gte": 15}}', "--state", str(state_file))
+    assert held.returncode == 0, held.stderr
+    assert json.loads(held.stdout)["narrative"] == (
+        "Contract evaluated to true after 1 poll cycle (0ms); inbox.sent_count remained 15."
+    )
+    for contract, message in (
+        (
+            '{"inbox.sent_count": {"gte": 15}',
+            "EXPR starts with '{', so it is read as a declarative contract, but it is not valid "
+            "JSON: Expecting ',' delimiter at column 33;",
+        ),
+        ('{"inbox.sent_count": {"gtee": 15}}', "has unknown operator 'gtee'"),
+    ):
+        refused = run("verify", contract, "--state", str(state_file))
+        assert (refused.returncode, refused.stdout) == (2, "")
+        assert refused.stderr.startswith("assay verify: error: the contract is malformed: ")
+        assert message in refused.stderr
+
+
 def test_verify_names_stdin_not_a_file_called_dash_when_its_state_is_wrong(
     tmp_path: Path,
 ) -> None:

@@ -1,4 +1,9 @@
-"""``assay verify EXPR``: run the verification loop against a JSON file or a live endpoint."""
+"""``assay verify EXPR``: run the verification loop against a JSON file or a live endpoint.
+
+EXPR is an expression, or a declarative contract written as a JSON object (the expression
+language has no object literals, so the two never overlap). A state read from stdin cannot
+change, so it is checked once, at once.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +16,10 @@ from typing import Any
 
 from assay.cli.arguments import whole_number
 from assay.clock import SYSTEM_CLOCK
-from assay.errors import AssayError, ExpressionSyntaxError, ProbeConfigError
+from assay.errors import AssayError, ContractError, ExpressionSyntaxError, ProbeConfigError
 from assay.expr import compile_expression
+from assay.expr.contract import compile_contract
+from assay.expr.predicate import Predicate
 from assay.expr.values import type_of
 from assay.ledger import open_ledger
 from assay.state.probes import HttpProbe
@@ -29,13 +36,21 @@ def register(commands: Any) -> None:
         help="verify an expression against a JSON state file or a live JSON endpoint",
         description="Evaluate EXPR against the application's state until it holds or the "
         "timeout runs out, and print the VerificationOutcome as JSON. The state comes from "
-        "a JSON file (re-read when it changes) or an HTTP JSON endpoint (polled). Exit 0 when "
-        "it held, 1 when it did not (or could not be evaluated), 2 on a syntax or usage error.",
+        "a JSON file (re-read when it changes), stdin (checked once, as it cannot change) or "
+        "an HTTP JSON endpoint (polled). Exit 0 when it held, 1 when it did not (or could not "
+        "be evaluated), 2 on a syntax or usage error.",
     )
-    parser.add_argument("expression", metavar="EXPR", help="e.g. 'inbox.sent_count >= 15'")
+    parser.add_argument(
+        "expression",
+        metavar="EXPR",
+        help="""e.g. 'inbox.sent_count >= 15', or a declarative contract as a JSON object, """
+        """e.g. '{"inbox.sent_count": {"gte": 15}}'""",
+    )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
-        "--state", metavar="FILE", help="a JSON file holding one object ('-' for stdin, read once)"
+        "--state",
+        metavar="FILE",
+        help="a JSON file holding one object ('-' for stdin: read once and checked at once)",
     )
     source.add_argument("--probe", metavar="URL", help="an HTTP endpoint returning a JSON object")
     parser.add_argument(
@@ -135,22 +150,38 @@ def _stamp(path: str) -> tuple[int, int] | None:
     return status.st_mtime_ns, status.st_size
 
 
+def compile_predicate(text: str) -> Predicate:
+    """EXPR as a predicate: a declarative contract when it is written as a JSON object, else
+    an expression. ``ContractError`` or ``ExpressionSyntaxError`` say what is wrong."""
+    if not text.lstrip().startswith("{"):
+        return compile_expression(text)
+    try:
+        contract = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ContractError(
+            f"EXPR starts with '{{', so it is read as a declarative contract, but it is not "
+            f"valid JSON: {error.msg} at column {error.colno}; write it as a JSON object such "
+            """as '{"inbox.sent_count": {"gte": 15}}', or write an expression"""
+        ) from None
+    return compile_contract(contract)
+
+
 async def _verify_file(
     args: argparse.Namespace, state: dict[str, Any], options: VerifyOptions
 ) -> VerificationOutcome:
-    expression = compile_expression(args.expression)
+    predicate = compile_predicate(args.expression)
     store = StateStore(state)
     if args.state == "-":
-        return await verify(expression, store, options=options)
+        return await verify(predicate, store, options=options)
     watcher = asyncio.create_task(_watch_file(args.state, store, args.interval_ms / 1000))
     try:
-        return await verify(expression, store, options=options)
+        return await verify(predicate, store, options=options)
     finally:
         watcher.cancel()
 
 
 async def _verify_probe(args: argparse.Namespace, options: VerifyOptions) -> VerificationOutcome:
-    expression = compile_expression(args.expression)
+    predicate = compile_predicate(args.expression)
     probe = HttpProbe(
         args.probe,
         into=args.into,
@@ -166,16 +197,18 @@ async def _verify_probe(args: argparse.Namespace, options: VerifyOptions) -> Ver
         raise AssayError(f"cannot read the state from the probe: {health.last_error}")
     await substrate.start()
     try:
-        return await verify(expression, substrate.store, options=options)
+        return await verify(predicate, substrate.store, options=options)
     finally:
         await substrate.stop()
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        compile_expression(args.expression)
+        compile_predicate(args.expression)
     except ExpressionSyntaxError as error:
         return _fail(f"the expression has a syntax error: {error}")
+    except ContractError as error:
+        return _fail(f"the contract is malformed: {error}")
     state: dict[str, Any] | str | None = None
     for flag, given in (
         ("--into", args.into),
@@ -188,10 +221,11 @@ def run(args: argparse.Namespace) -> int:
         state = load_state(args.state)
         if isinstance(state, str):
             return _fail(state)
+    once = args.state == "-"  # nothing can change a state read from stdin: no wait
     options = VerifyOptions(
-        settle_ms=args.settle_ms,
-        timeout_ms=args.timeout_ms,
-        poll_interval_ms=args.interval_ms if args.state != "-" else None,
+        settle_ms=0 if once else args.settle_ms,
+        timeout_ms=0 if once else args.timeout_ms,
+        poll_interval_ms=None if once else args.interval_ms,
     )
     try:
         if isinstance(state, dict):
