@@ -227,11 +227,42 @@ def test_a_ledger_takes_in_what_another_writer_stored(tmp_path: Path) -> None:
     path = tmp_path / "ledger.db"
     with Ledger(SQLiteBackend(path)) as first, Ledger(SQLiteBackend(path)) as second:
         first.append("fire", {"by": "first"})
+        assert second.size == 1  # its tree, built on first use, reads what first stored
         second.append("fire", {"by": "second"})
         first.append("fire", {"by": "first"})
-        assert second.size == 2
+        assert second.size == 2  # its own entry is taken in; first's last is not, yet
         assert second.refresh() == first.tree_head()
         assert second.prove(3).root == first.root()
+
+
+def test_the_tree_is_built_on_first_use_not_when_the_ledger_opens(tmp_path: Path) -> None:
+    # Opening a ledger read back and hashed every entry, so reading one entry, a query or
+    # an export of a large ledger first paid for a tree it never used.
+    path = tmp_path / "ledger.db"
+    with Ledger(SQLiteBackend(path)) as writer:
+        for n in range(5):
+            writer.append("fire", {"n": n})
+        expected = writer.tree_head()
+    backend = SQLiteBackend(path)
+    leaves_read: list[tuple[int, int]] = []
+    read_canonical = backend.read_canonical
+
+    def counted(start: int, stop: int) -> list[tuple[int, bytes]]:
+        leaves_read.append((start, stop))
+        return read_canonical(start, stop)
+
+    backend.read_canonical = counted  # type: ignore[method-assign]
+    with Ledger(backend) as ledger:
+        assert ledger.entry(3) is not None
+        assert len(ledger.query(kind="fire")) == 5
+        assert leaves_read == [(3, 4)]  # entry 3 alone: no tree was built
+        ledger.append("fire", {"n": 5})  # an append before the tree is built leaves it be
+        ledger.append("fire", {"n": 6})
+        assert leaves_read == [(3, 4)]
+        assert ledger.prove(2).size == 7  # built now, with both appends
+        assert ledger.root(5) == expected.root
+        assert ledger.verify().root == ledger.root()
+        assert leaves_read[1] == (1, 8)  # every stored entry, read once for the tree
 
 
 def test_concurrent_threads_and_tasks_keep_the_tree_in_step(tmp_path: Path) -> None:

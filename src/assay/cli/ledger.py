@@ -178,7 +178,7 @@ def run_verify(args: argparse.Namespace) -> int:
         else:
             with (
                 _open(args) as ledger,
-                closing(TerminalProgress("verified", ledger.size)) as progress,
+                closing(TerminalProgress("verified", ledger.backend.size())) as progress,
             ):
                 report = ledger.verify(key, trusted=trusted, progress=progress)
     except OSError as error:
@@ -201,7 +201,10 @@ def run_verify(args: argparse.Namespace) -> int:
 
 def run_export(args: argparse.Namespace) -> int:
     try:
-        with _open(args) as ledger, closing(TerminalProgress("exported", ledger.size)) as progress:
+        with (
+            _open(args) as ledger,
+            closing(TerminalProgress("exported", ledger.backend.size())) as progress,
+        ):
             count = export_jsonl(ledger.backend, sys.stdout, progress=progress)
     except AssayError as error:
         return _fail(str(error))
@@ -234,7 +237,7 @@ def run_show(args: argparse.Namespace) -> int:
     try:
         with _open(args) as ledger:
             entry = ledger.entry(args.seq)
-            size, url = ledger.size, ledger.url
+            size, url = ledger.backend.size(), ledger.url
     except AssayError as error:
         return _fail(str(error))
     if entry is None:
@@ -247,7 +250,7 @@ def run_show(args: argparse.Namespace) -> int:
 def run_tail(args: argparse.Namespace) -> int:
     try:
         with _open(args) as ledger:
-            size = ledger.size
+            size = ledger.backend.size()
             start = max(1, size - args.n + 1)
             for entry in ledger.iterate(start):
                 print(_entry_json(entry), flush=True)
@@ -264,7 +267,6 @@ def run_tail(args: argparse.Namespace) -> int:
 async def _follow(ledger: Ledger, start: int, interval: float) -> None:
     while True:
         await SYSTEM_CLOCK.sleep(interval)
-        ledger.refresh()
         for entry in ledger.iterate(start):
             print(_entry_json(entry), flush=True)
             start = entry.seq + 1

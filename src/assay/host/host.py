@@ -107,7 +107,14 @@ class Host:
         self.default_session = DEFAULT_SESSION
 
     async def start(self) -> None:
-        """Connect to the application, start observing it, open the default session."""
+        """Build the ledger's Merkle tree, connect to the application, start observing it,
+        open the default session.
+
+        The tree is built here, before anything is served, so that no request (and no
+        append, which takes its entries into the tree) waits while every stored entry is
+        read back and hashed.
+        """
+        await asyncio.to_thread(self.ledger.refresh)
         context = ConnectContext(clock=self.clock, redaction=self.redaction)
         self._connection = await self.application.connect(context)
         substrate = self._connection.substrate

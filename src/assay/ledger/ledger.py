@@ -1,10 +1,12 @@
 """The Evidence Ledger (SPEC §7): append evidence, prove it, sign tree heads, query it.
 
 ``Ledger`` wraps a backend. It stamps each entry with the clock's wall time, withholds the
-values of redacted keys from its body, and keeps the Merkle tree over all entries in memory
-(rebuilt from the stored entries when it opens), so roots and proofs cost no reads. Appends
-are thread-safe and durable on return; ``aappend`` runs one in a worker thread so an event
-loop never waits on a disk sync.
+values of redacted keys from its body, and keeps the Merkle tree over all entries in memory,
+so roots and proofs cost no reads. The tree is built from the stored entries the first time
+it is needed (a root, a proof, a checkpoint, ``refresh``), not when the ledger opens: reading
+one entry, a query or an export never reads and hashes the whole ledger for it. Appends are
+thread-safe and durable on return; ``aappend`` runs one in a worker thread so an event loop
+never waits on a disk sync.
 """
 
 from __future__ import annotations
@@ -44,9 +46,10 @@ class Ledger:
         self._clock = clock
         self._lock = threading.Lock()
         self._tree = MerkleTree()
+        # Whether the tree has taken in the stored entries; until then appends leave it be.
+        self._tree_built = False
         # Entries appended here whose predecessors are not in the tree yet.
         self._arrived: dict[int, Entry] = {}
-        self.refresh()
         # Take in each committed batch whole, in the writer's thread, so that appenders
         # answered together need not read back each other's entries.
         backend.add_commit_listener(self._take_in)
@@ -117,16 +120,22 @@ class Ledger:
         return entries
 
     def refresh(self) -> TreeHead:
-        """Take in entries other writers (other processes) stored; return the tree head."""
+        """Take in entries other writers (other processes) stored; return the tree head.
+
+        The first call (or the first root or proof) builds the tree from every stored entry.
+        """
         size = self._backend.size()
         with self._lock:
+            self._tree_built = True
             self._grow(size)
             return TreeHead(self._tree.size, self._tree.root().hex())
 
     @property
     def size(self) -> int:
-        """How many entries the tree holds (``refresh`` takes in other writers' entries)."""
+        """How many entries the tree holds (``refresh`` takes in other writers' entries).
+        ``backend.size()`` counts the stored entries without building the tree."""
         with self._lock:
+            self._reach(None)
             return self._tree.size
 
     def tree_head(self) -> TreeHead:
@@ -287,13 +296,16 @@ class Ledger:
         if entry.seq <= self._tree.size:
             return  # taken in with its batch, as it mostly is: no need to wait for the lock
         with self._lock:
-            if entry.seq > self._tree.size:
+            if self._tree_built and entry.seq > self._tree.size:
                 self._arrived[entry.seq] = entry
                 self._grow(entry.seq)
 
     def _take_in(self, entries: list[Entry]) -> None:
-        """Add a committed batch to the tree as far as it follows on without a gap."""
+        """Add a committed batch to the tree as far as it follows on without a gap; nothing
+        before the tree is built, which reads the batch back with every other entry."""
         with self._lock:
+            if not self._tree_built:
+                return
             tree, arrived = self._tree, self._arrived
             if not arrived and entries and entries[0].seq == tree.size + 1:
                 # The batch follows on: the usual case, in one process.
@@ -306,7 +318,11 @@ class Ledger:
                 tree.append(following.leaf_hash)
 
     def _reach(self, size: int | None) -> None:
-        """Take in stored entries up to ``size`` if the tree is smaller (lock held)."""
+        """Take in stored entries up to ``size`` if the tree is smaller, and every stored
+        entry if the tree is not built yet (lock held)."""
+        if not self._tree_built:
+            self._tree_built = True
+            self._grow(self._backend.size())
         if size is not None and size > self._tree.size:
             self._grow(min(size, self._backend.size()))
 
