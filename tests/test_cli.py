@@ -388,3 +388,27 @@ def test_a_state_file_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> No
         input=path.read_bytes(), capture_output=True, timeout=60, check=False,
     )  # fmt: skip
     assert from_stdin.returncode == 0, from_stdin.stderr
+
+
+def test_the_parser_is_built_without_loading_what_the_commands_run_on() -> None:
+    # `assay --version` took about 0.55 s, most of it importing the ledger (cryptography),
+    # the probes (httpx, psycopg), pydantic, the expression compiler and the workflow layer
+    # for commands it was not running; they now load when a command runs.
+    heavy = (
+        "assay.expr", "assay.ledger", "assay.workflow", "assay.state", "assay.verify",
+        "assay.host.host", "assay.server.app", "cryptography", "httpx", "psycopg", "pydantic",
+        "fastapi", "mcp", "jsonschema",
+    )  # fmt: skip
+    probe = (
+        "import sys; from assay.cli.main import build_parser; build_parser(); "
+        f"print(sorted({{m.split('.')[0] if m.split('.')[0] != 'assay' else m for m in sys.modules "
+        f"if m.startswith({heavy!r})}}))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert loaded.stdout.strip() == "[]", loaded.stdout
+    from assay.cli.workflow import RUN_STATUSES
+    from assay.workflow.run import RunStatus
+
+    assert tuple(status.value for status in RunStatus) == RUN_STATUSES

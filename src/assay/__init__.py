@@ -13,19 +13,19 @@ from assay.errors import RunError as RunError
 from assay.errors import RunNotFoundError as RunNotFoundError
 from assay.errors import WorkflowError as WorkflowError
 from assay.errors import WorkflowLintError as WorkflowLintError
-from assay.expr import UNDEFINED as UNDEFINED
-from assay.expr import Check as Check
-from assay.expr import ConditionEvidence as ConditionEvidence
-from assay.expr import Contract as Contract
-from assay.expr import Expression as Expression
-from assay.expr import Limits as Limits
-from assay.expr import Predicate as Predicate
-from assay.expr import Undefined as Undefined
-from assay.expr import compile_contract as compile_contract
-from assay.expr import compile_expression as compile_expression
-from assay.redaction import Redaction as Redaction
 
 if TYPE_CHECKING:
+    from assay.expr import UNDEFINED as UNDEFINED
+    from assay.expr import Check as Check
+    from assay.expr import ConditionEvidence as ConditionEvidence
+    from assay.expr import Contract as Contract
+    from assay.expr import Expression as Expression
+    from assay.expr import Limits as Limits
+    from assay.expr import Predicate as Predicate
+    from assay.expr import Undefined as Undefined
+    from assay.expr import compile_contract as compile_contract
+    from assay.expr import compile_expression as compile_expression
+    from assay.redaction import Redaction as Redaction
     from assay.workflow import CriterionResult as CriterionResult
     from assay.workflow import RunRecord as RunRecord
     from assay.workflow import RunStatus as RunStatus
@@ -38,20 +38,39 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-# The workflow layer loads on first use, so that `import assay` (and the CLI) stays quick.
+# The expression compiler, redaction and the workflow layer load on first use, so that
+# `import assay` (and with it the CLI's `--help`) stays quick.
 _LAZY = {
-    name: "assay.workflow"
-    for name in (
-        "CriterionResult",
-        "RunRecord",
-        "RunStatus",
-        "StepContext",
-        "StepResult",
-        "Verdict",
-        "Workflow",
-        "Workflows",
-        "load_workflow",
-    )
+    **{
+        name: "assay.expr"
+        for name in (
+            "UNDEFINED",
+            "Check",
+            "ConditionEvidence",
+            "Contract",
+            "Expression",
+            "Limits",
+            "Predicate",
+            "Undefined",
+            "compile_contract",
+            "compile_expression",
+        )
+    },
+    "Redaction": "assay.redaction",
+    **{
+        name: "assay.workflow"
+        for name in (
+            "CriterionResult",
+            "RunRecord",
+            "RunStatus",
+            "StepContext",
+            "StepResult",
+            "Verdict",
+            "Workflow",
+            "Workflows",
+            "load_workflow",
+        )
+    },
 }
 
 __all__ = [

@@ -13,16 +13,16 @@ import shlex
 import sys
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.cli.arguments import whole_number
 from assay.cli.progress import TerminalProgress
-from assay.clock import SYSTEM_CLOCK
+from assay.defaults import DEFAULT_LEDGER_URL as DEFAULT_URL
 from assay.errors import AssayError, ProofError
-from assay.ledger import Ledger, SigningKey, export_jsonl, open_ledger, verify_jsonl
-from assay.ledger.entry import Entry
-from assay.ledger.proof import TreeHead
-from assay.ledger.url import DEFAULT_URL
+
+if TYPE_CHECKING:  # the ledger (and cryptography) load only when a command runs
+    from assay.ledger import Ledger
+    from assay.ledger.entry import Entry
 
 LEDGER_ENV = "ASSAY_LEDGER"
 
@@ -130,6 +130,8 @@ def register(commands: Any) -> None:
 
 def _open(args: argparse.Namespace) -> Ledger:
     """The ledger ``--ledger`` names, which must exist: these commands never create one."""
+    from assay.ledger import open_ledger
+
     return open_ledger(args.ledger, create=False)
 
 
@@ -147,6 +149,9 @@ def _entry_json(entry: Entry) -> str:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    from assay.ledger import verify_jsonl
+    from assay.ledger.proof import TreeHead
+
     key = None
     trusted = None
     if args.trusted_head is not None:
@@ -205,6 +210,8 @@ def run_export(args: argparse.Namespace) -> int:
             _open(args) as ledger,
             closing(TerminalProgress("exported", ledger.backend.size())) as progress,
         ):
+            from assay.ledger import export_jsonl
+
             count = export_jsonl(ledger.backend, sys.stdout, progress=progress)
     except AssayError as error:
         return _fail(str(error))
@@ -265,6 +272,8 @@ def run_tail(args: argparse.Namespace) -> int:
 
 
 async def _follow(ledger: Ledger, start: int, interval: float) -> None:
+    from assay.clock import SYSTEM_CLOCK
+
     while True:
         await SYSTEM_CLOCK.sleep(interval)
         for entry in ledger.iterate(start):
@@ -283,6 +292,8 @@ def run_prove(args: argparse.Namespace) -> int:
 
 
 def run_keygen(args: argparse.Namespace) -> int:
+    from assay.ledger import SigningKey
+
     private, public = Path(args.file), Path(f"{args.file}.pub")
     for path in (private, public):
         if path.exists() or path.is_symlink():
@@ -305,6 +316,8 @@ def run_keygen(args: argparse.Namespace) -> int:
 
 
 def run_checkpoint(args: argparse.Namespace) -> int:
+    from assay.ledger import SigningKey
+
     try:
         key = SigningKey.from_file(args.signing_key)
         with _open(args) as ledger:

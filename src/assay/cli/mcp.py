@@ -10,8 +10,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from assay.cli.ledger import add_ledger_option
+from assay.defaults import DEFAULT_APPLICATION
 from assay.errors import AssayError
-from assay.host.defaults import DEFAULT_APPLICATION
 
 if TYPE_CHECKING:
     import socket

@@ -13,8 +13,8 @@ import logging
 import sys
 from typing import Any
 
+from assay.defaults import DEFAULT_APPLICATION, DEFAULT_SESSION_IDLE_S
 from assay.errors import ApplicationError, LedgerError, RequestError, WorkflowError
-from assay.host.defaults import DEFAULT_APPLICATION, DEFAULT_SESSION_IDLE_S
 from assay.server.config import (
     DEFAULT_HOST,
     DEFAULT_MAX_BODY_BYTES,

@@ -2,7 +2,8 @@
 
 EXPR is an expression, or a declarative contract written as a JSON object (the expression
 language has no object literals, so the two never overlap). A state read from stdin cannot
-change, so it is checked once, at once.
+change, so it is checked once, at once. The expression compiler, the probes and the loop load
+only when the command runs, so ``assay --help`` needs none of them.
 """
 
 from __future__ import annotations
@@ -12,22 +13,17 @@ import asyncio
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.cli.arguments import whole_number
-from assay.clock import SYSTEM_CLOCK
+from assay.defaults import DEFAULT_POLL_INTERVAL_MS, DEFAULT_TIMEOUT_MS, HTTP_READ_TIMEOUT
 from assay.errors import AssayError, ContractError, ExpressionSyntaxError, ProbeConfigError
-from assay.expr import compile_expression
-from assay.expr.contract import compile_contract
-from assay.expr.predicate import Predicate
-from assay.expr.values import type_of
-from assay.ledger import open_ledger
-from assay.state.probes import HttpProbe
-from assay.state.probes.http import HTTP_READ_TIMEOUT
-from assay.state.store import StateStore
-from assay.state.substrate import Substrate
-from assay.verify.loop import DEFAULT_POLL_INTERVAL_MS, DEFAULT_TIMEOUT_MS, VerifyOptions, verify
-from assay.verify.outcome import VerificationOutcome
+
+if TYPE_CHECKING:
+    from assay.expr.predicate import Predicate
+    from assay.state.store import StateStore
+    from assay.verify.loop import VerifyOptions
+    from assay.verify.outcome import VerificationOutcome
 
 
 def register(commands: Any) -> None:
@@ -122,13 +118,24 @@ def load_state(path: str) -> dict[str, Any] | str:
     except json.JSONDecodeError as error:
         return f"{named} is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
     if not isinstance(state, dict):
-        kind = "an array" if isinstance(state, list) else type_of(state)
+        kind = "an array" if isinstance(state, list) else _json_type(state)
         return f"{named} must hold a JSON object (the objects map), not {kind}"
     return state
 
 
+def _json_type(value: object) -> str:
+    """JSON's name for the type of a scalar ``json.loads`` answered."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return "string" if isinstance(value, str) else "number"
+
+
 async def _watch_file(path: str, store: StateStore, interval: float) -> None:
     """Re-read ``path`` whenever its size or modification time changes."""
+    from assay.clock import SYSTEM_CLOCK
+
     last = _stamp(path)
     while True:
         await SYSTEM_CLOCK.sleep(interval)
@@ -153,6 +160,9 @@ def _stamp(path: str) -> tuple[int, int] | None:
 def compile_predicate(text: str) -> Predicate:
     """EXPR as a predicate: a declarative contract when it is written as a JSON object, else
     an expression. ``ContractError`` or ``ExpressionSyntaxError`` say what is wrong."""
+    from assay.expr import compile_expression
+    from assay.expr.contract import compile_contract
+
     if not text.lstrip().startswith("{"):
         return compile_expression(text)
     try:
@@ -169,6 +179,9 @@ def compile_predicate(text: str) -> Predicate:
 async def _verify_file(
     args: argparse.Namespace, state: dict[str, Any], options: VerifyOptions
 ) -> VerificationOutcome:
+    from assay.state.store import StateStore
+    from assay.verify.loop import verify
+
     predicate = compile_predicate(args.expression)
     store = StateStore(state)
     if args.state == "-":
@@ -181,6 +194,10 @@ async def _verify_file(
 
 
 async def _verify_probe(args: argparse.Namespace, options: VerifyOptions) -> VerificationOutcome:
+    from assay.state.probes import HttpProbe
+    from assay.state.substrate import Substrate
+    from assay.verify.loop import verify
+
     predicate = compile_predicate(args.expression)
     probe = HttpProbe(
         args.probe,
@@ -203,6 +220,9 @@ async def _verify_probe(args: argparse.Namespace, options: VerifyOptions) -> Ver
 
 
 def run(args: argparse.Namespace) -> int:
+    from assay.ledger import open_ledger
+    from assay.verify.loop import VerifyOptions
+
     try:
         compile_predicate(args.expression)
     except ExpressionSyntaxError as error:

@@ -21,19 +21,20 @@ import json
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 from assay.cli.arguments import whole_number
 from assay.cli.ledger import add_ledger_option
 from assay.errors import AssayError, RunNotFoundError, WorkflowError, WorkflowLintError
-from assay.ledger import Ledger, open_ledger
-from assay.ledger.backend import hide_password
-from assay.ledger.memory import MemoryBackend
-from assay.state.canonical import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
-from assay.workflow.definition import ModelSettings
-from assay.workflow.lint import check_workflow, lint
-from assay.workflow.run import RunRecord, RunStatus
-from assay.workflow.service import Workflows, find_workflow
+
+if TYPE_CHECKING:  # the workflow layer and the ledger load only when a command runs
+    from assay.ledger import Ledger
+    from assay.workflow.definition import ModelSettings
+    from assay.workflow.run import RunRecord
+    from assay.workflow.service import Workflows
+
+RUN_STATUSES: Final = ("running", "parked", "completed")
+"""``RunStatus``'s values, for ``--status`` (a test holds the two equal)."""
 
 
 def register(commands: Any) -> None:
@@ -76,7 +77,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--json", action="store_true", help="one RunRecord JSON per line")
     parser.add_argument(
         "--status",
-        choices=[status.value for status in RunStatus],
+        choices=RUN_STATUSES,
         help="only runs with this status (parked: those waiting for `assay resume`)",
     )
     parser.add_argument(
@@ -115,6 +116,9 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run_lint(args: argparse.Namespace) -> int:
+    from assay.workflow.lint import lint
+    from assay.workflow.service import find_workflow
+
     try:
         workflow = find_workflow(args.file)
     except WorkflowError as error:
@@ -131,6 +135,10 @@ def run_lint(args: argparse.Namespace) -> int:
 
 
 def run_run(args: argparse.Namespace) -> int:
+    from assay.ledger import open_ledger
+    from assay.workflow.lint import check_workflow
+    from assay.workflow.service import find_workflow
+
     try:
         run_input = _parse_input(args.input)
         # Found and linted before the ledger is opened, so a bad file creates no ledger.
@@ -149,6 +157,9 @@ def run_run(args: argparse.Namespace) -> int:
 
 
 def run_resume(args: argparse.Namespace) -> int:
+    from assay.ledger import open_ledger
+    from assay.ledger.backend import hide_password
+
     try:
         human = _parse_input(args.input)
         model = _model_settings(args)
@@ -165,6 +176,9 @@ def run_resume(args: argparse.Namespace) -> int:
 
 
 def run_runs(args: argparse.Namespace) -> int:
+    from assay.ledger import open_ledger
+    from assay.workflow.service import Workflows
+
     try:
         with open_ledger(args.ledger, create=False) as ledger:
             records = Workflows(ledger).runs(after=args.after, limit=args.limit, status=args.status)
@@ -189,6 +203,8 @@ def run_runs(args: argparse.Namespace) -> int:
 
 def _model_settings(args: argparse.Namespace) -> ModelSettings | None:
     """The model the options name, if any; a model file must be there."""
+    from assay.workflow.definition import ModelSettings
+
     if args.model_path:
         path = Path(args.model_path)
         if not path.is_file():
@@ -206,6 +222,8 @@ def _model_settings(args: argparse.Namespace) -> ModelSettings | None:
 
 
 def _service(ledger: Any, model: ModelSettings | None) -> Workflows:
+    from assay.workflow.service import Workflows
+
     return Workflows(ledger, model=model, observer=_progress)
 
 
@@ -226,6 +244,9 @@ def _progress(kind: str, body: Any) -> None:
 
 def _report(record: RunRecord, args: argparse.Namespace, ledger: Ledger) -> int:
     """Print the run; for one that did not complete, say how to resume it from ``ledger``."""
+    from assay.ledger.memory import MemoryBackend
+    from assay.workflow.run import RunStatus
+
     print(record.model_dump_json(indent=2))
     if record.status is RunStatus.COMPLETED:
         return 0
@@ -246,6 +267,8 @@ def _report(record: RunRecord, args: argparse.Namespace, ledger: Ledger) -> int:
 
 
 def _parse_input(text: str) -> dict[str, Any]:
+    from assay.state.canonical import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
+
     source = "--input"
     if text.startswith("@"):
         source = text[1:]

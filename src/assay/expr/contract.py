@@ -19,7 +19,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.errors import ContractError
 from assay.expr.filter_operators import (
@@ -31,7 +31,9 @@ from assay.expr.filter_operators import (
 )
 from assay.expr.path import MISSING, format_path, json_type_name, parse_path, read_path
 from assay.expr.predicate import Check, ConditionEvidence, require_state
-from assay.redaction import Redaction
+
+if TYPE_CHECKING:
+    from assay.redaction import Redaction
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -202,7 +204,11 @@ def compile_contract(mapping: Mapping[str, Any], *, redaction: Redaction | None 
         separators=(",", ":"),
         ensure_ascii=False,
     )
-    return Contract(tuple(specs), source, redaction or Redaction.none(), frozenset(names))
+    if redaction is None:
+        from assay.redaction import Redaction  # which reads paths with this package
+
+        redaction = Redaction.none()
+    return Contract(tuple(specs), source, redaction, frozenset(names))
 
 
 def _is_arg(value: Mapping[Any, Any]) -> bool:

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.clock import Clock
+from assay.defaults import DEFAULT_APPLICATION
 from assay.errors import ApplicationError, describe_raised
 from assay.graph.graph import NavigationGraph
 from assay.graph.session import Handler
-from assay.host.defaults import DEFAULT_APPLICATION
 from assay.redaction import Redaction
 from assay.state.store import StateStore
 from assay.state.substrate import Substrate

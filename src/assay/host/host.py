@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from assay.clock import SYSTEM_CLOCK, Clock
+from assay.defaults import DEFAULT_SESSION_IDLE_S
 from assay.errors import LedgerError, NotFoundError, RequestError, WrongTypeError
 from assay.expr import compile_expression
 from assay.expr.contract import compile_contract
@@ -29,7 +30,6 @@ from assay.graph.declaration import Reversibility
 from assay.graph.result import FireResult
 from assay.graph.session import DEFAULT_THRESHOLDS, Session
 from assay.host.application import Application, ConnectContext, Connection
-from assay.host.defaults import DEFAULT_SESSION_IDLE_S
 from assay.host.evidence import DurableEvidence
 from assay.host.idempotency import IdempotencyCache
 from assay.host.wire import (

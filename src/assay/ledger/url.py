@@ -6,12 +6,13 @@ from typing import Final
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from assay.clock import SYSTEM_CLOCK, Clock
+from assay.defaults import DEFAULT_LEDGER_URL
 from assay.errors import LedgerError
 from assay.ledger.backend import LedgerBackend, hide_password
 from assay.ledger.ledger import Ledger
 from assay.redaction import Redaction
 
-DEFAULT_URL: Final = "sqlite:///assay.db"
+DEFAULT_URL: Final = DEFAULT_LEDGER_URL
 """The embedded default: ``assay.db`` in the working directory."""
 
 ACCEPTED: Final = (

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from assay.defaults import DEFAULT_APPLICATION, DEFAULT_SESSION_IDLE_S
+from assay.defaults import DEFAULT_LEDGER_URL as DEFAULT_URL
 from assay.errors import RequestError
-from assay.host.defaults import DEFAULT_APPLICATION, DEFAULT_SESSION_IDLE_S
-from assay.ledger.url import DEFAULT_URL
 from assay.server.tokens import TOKEN_FORM, Token, parse_scopes
 
 DEFAULT_HOST: Final = "127.0.0.1"

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.clock import SYSTEM_CLOCK, Clock
+from assay.defaults import DEFAULT_TIMEOUT_MS
 from assay.expr.contract import Contract
 from assay.expr.path import parse_path
 from assay.expr.predicate import Check, Predicate
@@ -25,9 +26,6 @@ from assay.state.snapshot import FieldChange, Snapshot
 from assay.state.store import StateStore
 from assay.verify.narrative import Observation, narrate
 from assay.verify.outcome import VerificationOutcome
-
-DEFAULT_TIMEOUT_MS = 5000
-DEFAULT_POLL_INTERVAL_MS = 500
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,13 +14,12 @@ from typing import Any, Final
 
 import httpx
 
+from assay.defaults import HTTP_READ_TIMEOUT
 from assay.errors import ContractError, ProbeConfigError, ProbeError
 from assay.expr.path import format_path, json_type_name, parse_path
 from assay.state.probes.pointer import JsonPointer
 from assay.state.probes.probe import DEFAULT_INTERVAL, check_interval, display_url
 
-HTTP_READ_TIMEOUT: Final = 2.0
-"""How long one read may take by default, in seconds: connecting, sending and the answer."""
 EXCERPT: Final = 200
 """How much of an unexpected response body a message quotes."""
 
