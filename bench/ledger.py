@@ -155,6 +155,9 @@ def assay_round(
     backend = open_backend()
     try:
         ledger = Ledger(backend)
+        # Built now, as the daemon builds it at start, so that each commit's leaves go into
+        # the Merkle tree as they are appended (a tree not yet built takes in nothing).
+        ledger.refresh()
 
         def append(body: dict[str, Any]) -> None:
             ledger.append("verdict", body, session="s-bench", run="r-bench")
@@ -180,6 +183,7 @@ def async_round(
     daemon's path: drafts made on the loop, one writer thread committing batches) and each
     awaits its entry's durability before appending the next."""
     ledger = Ledger(open_backend())
+    ledger.refresh()  # the Merkle tree takes in each commit, as the daemon's does
     evidence = DurableEvidence(ledger)
     share = len(bodies) // tasks
 
