@@ -25,6 +25,7 @@ from assay.errors import (
 )
 from assay.examples.outpost import APPLICATION, Outpost, outpost_connector
 from assay.graph import build_navigation_graph
+from assay.graph.answers import FROM_EVIDENCE
 from assay.host import Application, DurableEvidence, Host
 from assay.host.wire import ActionRequest, ReportRequest, VerifyRequest
 from assay.ledger import Ledger, SQLiteBackend
@@ -479,3 +480,36 @@ async def test_sessions_never_expire_without_an_idle_time() -> None:
     for wrong in (0, -1, float("nan"), float("inf"), "600", True):
         with pytest.raises(WrongTypeError, match="session_idle_s must be a positive number"):
             Host(_desk([]), Ledger(MemoryBackend()), session_idle_s=wrong)  # type: ignore[arg-type]
+
+
+async def test_a_transition_the_session_let_go_is_answered_from_the_ledger(
+    desk: tuple[Host, list[dict[str, Any]]],
+) -> None:
+    # A session holds only its latest settled transitions; asked about an older one, it
+    # answered 404 though the ledger held the whole answer.
+    host, _ = desk
+    session = host.open_session()
+    session.keep_settled = 3
+    fire = ActionRequest(session=session.id, action="workspace.open-billing", wait_ms=1000)
+    worked = await host.fire(fire)  # #1: the view turns to billing
+    already = await host.fire(fire)  # #2: already true before it fired
+    refused = await host.fire(fire.model_copy(update={"args": {"tab": "much-too-long"}}))  # #3
+    ids = [worked.transition_id or "", already.transition_id or "", refused.transition_id or ""]
+    assert refused.answer == "refused"
+    held = [host.did_it_work(session.id, transition_id) for transition_id in ids]
+    assert [answer.answer for answer in held] == ["worked", "unobservable", "refused"]
+    assert held[1].already_true is not None
+    for _ in range(3):
+        await host.fire(fire)
+    assert all(session.let_go(transition_id) for transition_id in ids)
+
+    for before, transition_id in zip(held, ids, strict=True):
+        after = host.did_it_work(session.id, transition_id)
+        assert after.why == before.why + FROM_EVIDENCE
+        assert after.model_dump(exclude={"why", "result", "outcome_now"}) == before.model_dump(
+            exclude={"why", "result", "outcome_now"}
+        )
+        waited = await host.wait(session.id, transition_id, 1000)
+        assert waited == after
+    with pytest.raises(NotFoundError, match=r"has no transition 'workspace\.open-billing#99'"):
+        host.did_it_work(session.id, "workspace.open-billing#99")

@@ -1,13 +1,17 @@
 """How a session answers for a transition: its fire result, ``did_it_work``, what a pending
-one waits on, and why, all read from the transition and the state as it is now."""
+one waits on, and why, all read from the transition and the state as it is now; and, for a
+transition the session has let go, the same answer read back from its evidence."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
+from assay.expr.predicate import ConditionEvidence
 from assay.graph.result import ALREADY_TRUE_WHY, Answer, CurrentCheck, EffectStatus, FireResult
 from assay.graph.transition import Phase, Transition
-from assay.state.snapshot import Snapshot
+from assay.state.snapshot import FieldChange, Snapshot
+from assay.verify.outcome import VerificationOutcome
 
 _STATUSES: Final[dict[Phase, EffectStatus]] = {
     Phase.PENDING: "pending",
@@ -65,6 +69,37 @@ def answer(
     )
 
 
+FROM_EVIDENCE: Final = (
+    " (Read back from the ledger: the session no longer holds this transition, so whether "
+    "its contract still holds now is not checked, and what its handler returned is not known.)"
+)
+
+
+def answer_from_evidence(
+    transition_id: str, fire: Mapping[str, Any] | None, kind: str, body: Mapping[str, Any]
+) -> Answer:
+    """``did_it_work`` for a settled transition, from its recorded evidence: ``fire`` is its
+    fire entry's body (``None`` if it has none), ``kind`` and ``body`` its ``settlement`` or
+    ``refusal`` entry's. ``outcome_now`` and ``result`` are not recorded, so are ``None``."""
+    phase = Phase.REFUSED if kind == "refusal" else Phase(body["answer"])
+    outcome = body.get("outcome")
+    verified = None if outcome is None else VerificationOutcome.model_validate(outcome)
+    error = body.get("error")
+    evidence = None if fire is None else fire.get("already_true")
+    return Answer(
+        transition_id=transition_id,
+        answer=phase.value,
+        why=_why_settled(phase, verified, error) + FROM_EVIDENCE,
+        outcome=verified,
+        already_true=None
+        if evidence is None
+        else [ConditionEvidence(**condition) for condition in evidence],
+        commit=[FieldChange(**change) for change in body.get("commit", [])],
+        effect=body.get("effect"),
+        error=error,
+    )
+
+
 def outcome_now(transition: Transition, current: Snapshot) -> CurrentCheck | None:
     """The settled contract evaluated on ``current``, when its result has changed since."""
     if transition.predicate is None or transition.phase not in (Phase.WORKED, Phase.FAILED):
@@ -110,19 +145,20 @@ def _json_or_none(value: Any) -> Any:
 
 
 def _why(transition: Transition, waiting_on: str | None) -> str:
-    phase = transition.phase
-    if phase is Phase.PENDING:
+    if transition.phase is Phase.PENDING:
         return f"Still pending: waiting on {waiting_on}. Nothing has settled it yet."
+    return _why_settled(transition.phase, transition.outcome, transition.error)
+
+
+def _why_settled(phase: Phase, outcome: VerificationOutcome | None, error: str | None) -> str:
     if phase is Phase.WORKED:
-        if transition.outcome is not None:
-            return transition.outcome.narrative
+        if outcome is not None:
+            return outcome.narrative
         return "A state report established the declared change."
     if phase is Phase.UNOBSERVABLE:
-        return transition.error or (
-            "The handler finished, and no change to the declared keys was observed."
-        )
+        return error or "The handler finished, and no change to the declared keys was observed."
     if phase is Phase.FAILED:
-        return transition.error or "It failed."
+        return error or "It failed."
     if phase is Phase.REFUSED:
-        return transition.error or "It was refused."
+        return error or "It was refused."
     return "No handler is wired for this action, so nothing was executed and nothing will settle."

@@ -549,8 +549,7 @@ class Session:
         """This session's transition ``transition_id``; ``NotFoundError`` if it has none."""
         transition = self.transitions.get(transition_id)
         if transition is None:
-            action, _, number = str(transition_id).rpartition("#")
-            if number.isdecimal() and 0 < int(number) <= self.counters.get(action, 0):
+            if self.let_go(transition_id):
                 raise NotFoundError(
                     f"session {self.id!r} no longer holds transition {transition_id!r}: it "
                     f"settled, and a session holds only its latest {self.keep_settled:,} "
@@ -566,6 +565,14 @@ class Session:
                 id=str(transition_id),
             )
         return transition
+
+    def let_go(self, transition_id: str) -> bool:
+        """Whether this session made ``transition_id`` and, once it settled, let it go (it
+        holds only its latest ``keep_settled`` settled transitions; the ledger holds all)."""
+        if transition_id in self.transitions:
+            return False
+        action, _, number = str(transition_id).rpartition("#")
+        return number.isdecimal() and 0 < int(number) <= self.counters.get(action, 0)
 
     @property
     def fired(self) -> int:

@@ -26,8 +26,9 @@ from assay.expr import compile_expression
 from assay.expr.contract import compile_contract
 from assay.expr.path import parse_path, read_path
 from assay.expr.predicate import Predicate
+from assay.graph.answers import answer_from_evidence
 from assay.graph.declaration import Reversibility
-from assay.graph.result import FireResult
+from assay.graph.result import Answer, FireResult
 from assay.graph.session import DEFAULT_THRESHOLDS, Session
 from assay.host.application import Application, ConnectContext, Connection
 from assay.host.evidence import DurableEvidence
@@ -339,6 +340,8 @@ class Host:
     ) -> TransitionAnswer:
         """did_it_work, after waiting up to ``wait_ms`` for the transition to settle."""
         session = self.session(session_id)
+        if session.let_go(transition_id):  # settled long since: nothing to wait for
+            return self.did_it_work(session_id, transition_id)
         session.did_it_work(transition_id)  # NotFoundError before waiting, if it has none
         await self._wait(session, transition_id, wait_ms, progress)
         await self.evidence.durable()
@@ -364,10 +367,26 @@ class Host:
                 await progress(elapsed_ms, float(wait_ms), waiting)
 
     def did_it_work(self, session_id: str | None, transition_id: str) -> TransitionAnswer:
-        """pending, worked, failed, unobservable, refused or unmaterialized, with evidence."""
+        """pending, worked, failed, unobservable, refused or unmaterialized, with evidence.
+
+        A transition the session has let go (see ``Session.let_go``) is answered from its
+        entries in the ledger, read on this thread: one indexed query.
+        """
         session = self.session(session_id)
-        answer = session.did_it_work(transition_id)
+        if session.let_go(transition_id):
+            answer = self._recorded_answer(session, transition_id)
+        else:
+            answer = session.did_it_work(transition_id)
         return TransitionAnswer(session=session.id, **answer.model_dump())
+
+    def _recorded_answer(self, session: Session, transition_id: str) -> Answer:
+        """The answer for a settled transition, read back from its ledger entries."""
+        entries = self.ledger.query(session=session.id, transition=transition_id)
+        ending = next((e for e in reversed(entries) if e.kind in ("settlement", "refusal")), None)
+        if ending is None:
+            return session.did_it_work(transition_id)  # not in the ledger: says where to look
+        fire = next((entry.body for entry in entries if entry.kind == "fire"), None)
+        return answer_from_evidence(transition_id, fire, ending.kind, ending.body)
 
     def _response(self, session: Session, fired: FireResult) -> ActionResponse:
         answer = None
