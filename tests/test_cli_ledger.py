@@ -213,12 +213,13 @@ def test_query_filters_by_kind_transition_time_and_position(ledger_url: str) -> 
         result = run("ledger", "query", "--ledger", ledger_url, *filters)
         assert result.returncode == 0, result.stderr
         found = [json.loads(line) for line in result.stdout.splitlines()]
-        assert result.stderr == f"{len(found)} entries\n"
+        assert result.stderr == f"{len(found)} {'entry' if len(found) == 1 else 'entries'}\n"
         return [entry["seq"] for entry in found]
 
     assert seqs("--kind", "fire") == [1, 3, 5]
     assert seqs("--transition", "workspace.open-billing#1", "--kind", "settlement") == [2, 4]
     assert seqs("--after", "2", "--limit", "2") == [3, 4]
+    assert seqs("--after", "5", "--limit", "1") == [6]  # "1 entry", not "1 entries"
     assert seqs("--session", "nobody") == []
     assert seqs("--run", "no-run") == []
     exported = run("ledger", "export", "--ledger", ledger_url).stdout.splitlines()
@@ -231,10 +232,10 @@ def test_query_filters_by_kind_transition_time_and_position(ledger_url: str) -> 
     assert seqs("--since", "2000-01-01T00:00:00+00:00") == [1, 2, 3, 4, 5, 6]
     naive = run("ledger", "query", "--ledger", ledger_url, "--since", "2026-01-01T00:00:00")
     assert naive.returncode == 2
-    assert naive.stderr.startswith("assay ledger: error: since must say its time zone")
+    assert naive.stderr.startswith("assay ledger: error: --since: since must say its time zone")
     kind = run("ledger", "query", "--ledger", ledger_url, "--kind", "gossip")
     assert kind.returncode == 2
-    assert "kind must be one of" in kind.stderr
+    assert kind.stderr.startswith("assay ledger: error: --kind: kind must be one of")
 
 
 def test_missing_entry_and_bad_url_exit_2(ledger_url: str) -> None:

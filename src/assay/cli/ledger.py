@@ -233,10 +233,13 @@ def run_query(args: argparse.Namespace) -> int:
                 limit=args.limit,
             )
     except AssayError as error:
+        flag = getattr(error, "field", None)
+        if flag in ("since", "until", "kind"):  # name the flag given, as the CLI spells it
+            return _fail(f"--{flag}: {error}")
         return _fail(str(error))
     for entry in found:
         print(_entry_json(entry))
-    print(f"{len(found)} entries", file=sys.stderr)
+    print(_count(len(found), "entry", "entries"), file=sys.stderr)
     return 0
 
 
