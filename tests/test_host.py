@@ -509,6 +509,7 @@ async def test_a_transition_the_session_let_go_is_answered_from_the_ledger(
         assert after.model_dump(exclude={"why", "result", "outcome_now"}) == before.model_dump(
             exclude={"why", "result", "outcome_now"}
         )
+        assert await host.adid_it_work(session.id, transition_id) == after  # read in a thread
         waited = await host.wait(session.id, transition_id, 1000)
         assert waited == after
     with pytest.raises(NotFoundError, match=r"has no transition 'workspace\.open-billing#99'"):

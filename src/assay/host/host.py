@@ -44,6 +44,7 @@ from assay.host.wire import (
     TransitionAnswer,
     VerifyRequest,
 )
+from assay.ledger.entry import Entry
 from assay.ledger.ledger import Ledger
 from assay.redaction import Redaction
 from assay.state.substrate import Substrate, SubstrateState
@@ -341,7 +342,7 @@ class Host:
         """did_it_work, after waiting up to ``wait_ms`` for the transition to settle."""
         session = self.session(session_id)
         if session.let_go(transition_id):  # settled long since: nothing to wait for
-            return self.did_it_work(session_id, transition_id)
+            return await self.adid_it_work(session_id, transition_id)
         session.did_it_work(transition_id)  # NotFoundError before waiting, if it has none
         await self._wait(session, transition_id, wait_ms, progress)
         await self.evidence.durable()
@@ -370,18 +371,33 @@ class Host:
         """pending, worked, failed, unobservable, refused or unmaterialized, with evidence.
 
         A transition the session has let go (see ``Session.let_go``) is answered from its
-        entries in the ledger, read on this thread: one indexed query.
+        entries in the ledger, read on this thread: one indexed query (``adid_it_work``
+        reads them in a worker thread instead).
         """
         session = self.session(session_id)
         if session.let_go(transition_id):
-            answer = self._recorded_answer(session, transition_id)
+            entries = self.ledger.query(session=session.id, transition=transition_id)
+            answer = self._recorded_answer(session, transition_id, entries)
         else:
             answer = session.did_it_work(transition_id)
         return TransitionAnswer(session=session.id, **answer.model_dump())
 
-    def _recorded_answer(self, session: Session, transition_id: str) -> Answer:
-        """The answer for a settled transition, read back from its ledger entries."""
-        entries = self.ledger.query(session=session.id, transition=transition_id)
+    async def adid_it_work(self, session_id: str | None, transition_id: str) -> TransitionAnswer:
+        """``did_it_work`` for an event loop: a let-go transition's ledger entries are read
+        in a worker thread, so the loop never waits on the database."""
+        session = self.session(session_id)
+        if not session.let_go(transition_id):
+            return self.did_it_work(session_id, transition_id)
+        entries = await asyncio.to_thread(
+            self.ledger.query, session=session.id, transition=transition_id
+        )
+        answer = self._recorded_answer(session, transition_id, entries)
+        return TransitionAnswer(session=session.id, **answer.model_dump())
+
+    def _recorded_answer(
+        self, session: Session, transition_id: str, entries: list[Entry]
+    ) -> Answer:
+        """The answer for a settled transition, read back from its ledger ``entries``."""
         ending = next((e for e in reversed(entries) if e.kind in ("settlement", "refusal")), None)
         if ending is None:
             return session.did_it_work(transition_id)  # not in the ledger: says where to look

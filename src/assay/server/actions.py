@@ -107,7 +107,7 @@ async def transition(
     if wait_ms:
         answer = await host.wait(session, transition_id, wait_ms)
     else:
-        answer = host.did_it_work(session, transition_id)
+        answer = await host.adid_it_work(session, transition_id)
     return _json(answer)
 
 
