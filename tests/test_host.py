@@ -150,6 +150,37 @@ async def test_a_closed_session_is_named_as_closed_for_as_long_as_the_host_remem
     assert host.session(ids[2]) is reopened
 
 
+async def test_sessions_are_listed_a_page_at_a_time_in_the_order_opened(
+    desk: tuple[Host, list[dict[str, Any]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GET /v1/sessions answered every open session at once, on the event loop.
+    host, _ = desk
+    monkeypatch.setattr("assay.host.host.CLOSED_REMEMBERED", 2)
+    opened = [host.open_session().id for _ in range(5)]
+    every = [host.default_session, *opened]
+
+    def ids(**paging: Any) -> list[str]:
+        return [session.id for session in host.list_sessions(**paging)]
+
+    assert ids() == every
+    assert ids(limit=2) == every[:2]
+    assert ids(after=every[1], limit=2) == every[2:4]
+    assert ids(after="default", limit=1) == every[1:2]  # "default" names it, as elsewhere
+    assert ids(after=every[-1]) == []
+    # A page goes on after a session closed since it was listed, and a reopened id goes last.
+    await host.close_session(opened[1])
+    assert ids(after=opened[1]) == opened[2:]
+    reopened = host.open_session(session_id=opened[0]).id
+    assert ids() == [host.default_session, *opened[2:], reopened]
+    # Once its id is forgotten (the host remembers the latest closed), it names no session.
+    for session_id in opened[2:4]:
+        await host.close_session(session_id)
+    with pytest.raises(NotFoundError, match=r"after: no session is called '.*'; page on with"):
+        ids(after=opened[1])
+    with pytest.raises(WrongTypeError, match="limit must be a whole number"):
+        ids(limit=-1)
+
+
 async def test_a_settlement_whose_changes_hold_an_integer_beyond_2_53_is_recorded(
     desk: tuple[Host, list[dict[str, Any]]],
 ) -> None:

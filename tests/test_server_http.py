@@ -266,6 +266,12 @@ async def test_sessions_open_list_describe_and_close(client: httpx.AsyncClient) 
     # The default session has an id of its own ("default" names it in requests).
     assert listed[0].startswith("outpost-")
     assert listed[1:] == [info["id"], default["id"]]
+    paged = await client.get("/v1/sessions", params={"after": listed[0], "limit": 1})
+    assert [s["id"] for s in paged.json()] == [info["id"]]
+    for query, status in (({"limit": 0}, 400), ({"limit": 1001}, 400), ({"after": "x"}, 404)):
+        refused = await client.get("/v1/sessions", params=query)
+        assert refused.status_code == status, refused.text
+        assert refused.headers["content-type"] == "application/problem+json"
     aliased = (await client.get("/v1/sessions/default")).json()
     assert aliased["id"] == listed[0]
     actions = (await client.get(f"/v1/sessions/{info['id']}/actions")).json()

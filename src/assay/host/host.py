@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import math
 import uuid
 from collections import OrderedDict
@@ -103,6 +104,10 @@ class Host:
         self._used: OrderedDict[str, float] = OrderedDict()
         # The latest closed sessions' ids, each with why it is gone.
         self._closed: OrderedDict[str, str] = OrderedDict()
+        # Each open or remembered closed session's place in the order sessions were opened,
+        # so that a page of sessions can go on after one closed since it was listed.
+        self._opened: dict[str, int] = {}
+        self._openings = itertools.count(1)
         self._sweeper: asyncio.Task[None] | None = None
         self.idempotency: IdempotencyCache[ActionResponse] = IdempotencyCache()
         self._connection: Connection | None = None
@@ -189,10 +194,37 @@ class Host:
             session_id=session_id or f"{self.graph.app}-{uuid.uuid4().hex[:12]}",
         )
         session.register_actions_by_id(self.connection.handlers)
+        self.sessions.pop(session.id, None)  # a reopened id goes last, as it was opened last
         self.sessions[session.id] = session
+        self._opened[session.id] = next(self._openings)
         self._used[session.id] = self.clock.monotonic()
         self._closed.pop(session.id, None)
         return session
+
+    def list_sessions(self, *, after: str | None = None, limit: int | None = None) -> list[Session]:
+        """The open sessions in the order they were opened (the default one first): those
+        opened after session ``after`` (all when ``None``), at most ``limit`` of them.
+
+        Page on with ``after`` = the last id received; it may have closed since.
+        ``NotFoundError`` if ``after`` names no session this host opened and remembers.
+        """
+        if limit is not None and (type(limit) is not int or limit < 0):
+            raise WrongTypeError(
+                f"limit must be a whole number ≥ 0, not {limit!r}", parameter="limit"
+            )
+        start = 0
+        if after is not None:
+            found = self._opened.get(self.default_session if after == DEFAULT_SESSION else after)
+            if found is None:
+                raise NotFoundError(
+                    f"after: no session is called {after!r}; page on with the id of the last "
+                    "session received, or leave after out to start from the first",
+                    kind="session",
+                    id=after,
+                )
+            start = found
+        later = (s for s in self.sessions.values() if self._opened[s.id] > start)
+        return list(later if limit is None else itertools.islice(later, limit))
 
     def session(self, session_id: str | None) -> Session:
         """The session called ``session_id`` (the default session for ``None``)."""
@@ -230,7 +262,8 @@ class Host:
         self._used.pop(session.id, None)
         self._closed[session.id] = why
         if len(self._closed) > CLOSED_REMEMBERED:
-            self._closed.popitem(last=False)
+            forgotten, _ = self._closed.popitem(last=False)
+            self._opened.pop(forgotten, None)
         await session.close()
         await self.evidence.durable()
 

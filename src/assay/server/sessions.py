@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Final
 
-from fastapi import APIRouter, Body, Depends, Path
+from fastapi import APIRouter, Body, Depends, Path, Query
 
 from assay.host import Host
 from assay.host.wire import ActionList, SessionInfo, SessionRequest
@@ -23,6 +23,8 @@ router = APIRouter(
 )
 
 HostDependency = Annotated[Host, Depends(host_of)]
+MAX_SESSIONS: Final = 1000
+"""The most sessions one page of ``GET /v1/sessions`` holds."""
 SessionId = Annotated[str, Path(max_length=200, description="a session id")]
 
 
@@ -37,12 +39,28 @@ async def open_session(
     return host.describe(session)
 
 
-@router.get("", response_model=list[SessionInfo], responses=errors(), summary="List sessions")
+@router.get(
+    "",
+    response_model=list[SessionInfo],
+    responses=errors(404),
+    summary="List the open sessions, a page at a time",
+)
 async def list_sessions(
-    host: HostDependency, who: Annotated[Principal, Depends(require(Scope.READ))]
+    host: HostDependency,
+    who: Annotated[Principal, Depends(require(Scope.READ))],
+    after: Annotated[
+        str | None,
+        Query(max_length=200, description="only sessions opened after this one (its id)"),
+    ] = None,
+    limit: Annotated[
+        int,
+        Query(ge=1, le=MAX_SESSIONS, description=f"at most this many (1 to {MAX_SESSIONS})"),
+    ] = 100,
 ) -> list[SessionInfo]:
-    """Every open session, the default one included."""
-    return [host.describe(session) for session in host.sessions.values()]
+    """The open sessions in the order they were opened, the default one first. Page on
+    with ``after`` = the last ``id`` received (it may have closed since); an empty page
+    means there are no more."""
+    return [host.describe(session) for session in host.list_sessions(after=after, limit=limit)]
 
 
 @router.get(
