@@ -13,10 +13,11 @@ them; ``stored_rows``/``stored_checkpoints`` give every row exactly as the store
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from types import TracebackType
 from typing import Any, Final, Self
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -205,21 +206,68 @@ def hide_password(url: str) -> str:
 def _moment(value: datetime | str | None, name: str) -> str | None:
     if value is None:
         return None
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value)
-        except ValueError:
-            raise LedgerEntryError(
-                f"{name} must be an RFC 3339 time like 2026-01-01T00:00:00Z, not {value!r}",
-                field=name,
-            ) from None
-    if value.tzinfo is None:
+    moment = _rfc3339(value, name) if isinstance(value, str) else value
+    if moment.tzinfo is None:
         raise LedgerEntryError(
             f"{name} must say its time zone (2026-01-01T00:00:00Z or +00:00), not "
-            f"{value.isoformat()!r}",
+            f"{value if isinstance(value, str) else value.isoformat()!r}",
             field=name,
         )
-    return format_timestamp(value)
+    try:
+        return format_timestamp(moment)
+    except OverflowError:  # within datetime's years 1 to 9999 locally, but not in UTC
+        edge = "before 0001-01-01T00:00:00Z" if moment.year == 1 else "after 9999-12-31T23:59:59Z"
+        raise LedgerEntryError(
+            f"{name} is {edge} in UTC, beyond the times a ledger can hold; "
+            f"give a time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z, not {str(value)!r}",
+            field=name,
+        ) from None
+
+
+_RFC3339: Final = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]+))?"
+    r"(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))?"
+)
+"""RFC 3339's date-time (section 5.6), the zone left optional to say that it is missing."""
+
+
+def _rfc3339(text: str, name: str) -> datetime:
+    """``text``, an RFC 3339 date-time, as a datetime (naive if it gave no zone); a fraction
+    finer than a microsecond is rounded up, which selects the same entries either side."""
+    found = _RFC3339.fullmatch(text)
+    if found is None:
+        raise LedgerEntryError(
+            f"{name} must be an RFC 3339 time like 2026-01-01T00:00:00Z, not {text!r}",
+            field=name,
+        )
+    year, month, day, hour, minute, second = (int(part) for part in found.groups()[:6])
+    fraction, utc, sign, zone_hours, zone_minutes = found.groups()[6:]
+    if second == 60:
+        raise LedgerEntryError(
+            f"{name} is a leap second ({text!r}), which no ledger time holds; give the "
+            "second before it (:59) or the one after it",
+            field=name,
+        )
+    zone: tzinfo | None = None
+    try:
+        if utc is not None:
+            zone = UTC
+        elif sign is not None:
+            if int(zone_hours) > 23 or int(zone_minutes) > 59:
+                raise ValueError("the offset must be -23:59 to +23:59")
+            offset = timedelta(hours=int(zone_hours), minutes=int(zone_minutes))
+            zone = timezone(-offset if sign == "-" else offset)
+        fraction = fraction or ""
+        micro = int(fraction[:6].ljust(6, "0"))
+        moment = datetime(year, month, day, hour, minute, second, micro, tzinfo=zone)
+        if fraction[6:].strip("0"):
+            moment += timedelta(microseconds=1)
+    except (ValueError, OverflowError) as error:
+        raise LedgerEntryError(
+            f"{name} must be an RFC 3339 time like 2026-01-01T00:00:00Z, not {text!r} ({error})",
+            field=name,
+        ) from None
+    return moment
 
 
 class LedgerBackend(ABC):
