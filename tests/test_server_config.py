@@ -15,6 +15,7 @@ from assay.server import Scope, ServerConfig, Token, load_config
 from http_daemon import spawn_daemon
 
 SECRET = "s3cret-s3cret-s3cret"
+SERVE = (sys.executable, "-m", "assay", "serve", "--port", "0")
 
 
 def test_flags_win_over_the_environment_which_wins_over_the_file(tmp_path: Path) -> None:
@@ -315,3 +316,89 @@ def test_a_config_file_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> N
     file = tmp_path / "assay.toml"
     file.write_bytes(b"\xef\xbb\xbfport = 9000\n")
     assert load_config({}, {}, file).port == 9000
+
+
+def test_two_tokens_with_one_secret_are_refused_in_every_source_without_showing_it(
+    tmp_path: Path,
+) -> None:
+    refusal = (
+        "tokens 'a' and 'b' have the same secret; a secret names one token, so give each its "
+        "own (make one with python -c 'import secrets; print(secrets.token_urlsafe(32))') "
+        "(set by {source})"
+    )
+    flags = {"tokens": [f"a:{SECRET}:read", f"b:{SECRET}:admin"]}
+    with pytest.raises(RequestError) as caught:
+        load_config(flags, {})
+    assert str(caught.value) == refusal.format(source="--token")
+    assert SECRET not in str(caught.value)
+    with pytest.raises(RequestError) as caught:
+        load_config({}, {"ASSAY_TOKENS": f"a:{SECRET}:read b:{SECRET}:admin"})
+    assert str(caught.value) == refusal.format(source="ASSAY_TOKENS")
+    file = tmp_path / "assay.toml"
+    file.write_text(
+        "".join(
+            f'[[tokens]]\nname = "{name}"\nsecret = "{SECRET}"\nscopes = ["read"]\n'
+            for name in "ab"
+        )
+    )
+    with pytest.raises(RequestError) as caught:
+        load_config({}, {}, file)
+    assert str(caught.value) == refusal.format(source=f"tokens in --config {file}")
+    twice = {"tokens": [f"a:{SECRET}:read", f"a:{SECRET}x:admin"]}
+    with pytest.raises(RequestError, match=r"^token names must differ; a is given twice"):
+        load_config(twice, {})
+
+    result = subprocess.run(
+        [*SERVE, "--token", f"a:{SECRET}:read", "--token", f"b:{SECRET}:admin"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2
+    assert result.stderr == f"assay serve: {refusal.format(source='--token')}\n"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [
+        ("", "invalid path '': it is empty; write a dotted path such as inbox.sent_count"),
+        (
+            "inbox..x",
+            "invalid path 'inbox..x' at position 6: empty segment before '.'; remove the extra "
+            'dot; write [""] for a key that is the empty string',
+        ),
+    ],
+)
+def test_a_redact_pattern_that_is_not_one_is_refused_naming_it_and_the_form(
+    tmp_path: Path, pattern: str, why: str
+) -> None:
+    refusal = (
+        f"redact: {why}; a redact pattern is a dotted state path whose segments may be * (any "
+        "one key) or ** (any keys), such as inbox.sent.*.to or secrets.** (set by {source})"
+    )
+    with pytest.raises(RequestError) as caught:
+        load_config({"redact": ["secrets.**", pattern]}, {})
+    assert str(caught.value) == refusal.format(source="--redact")
+    assert caught.value.field == "redact"
+    file = tmp_path / "assay.toml"
+    file.write_text(f'redact = ["{pattern}"]\n')
+    with pytest.raises(RequestError) as caught:
+        load_config({}, {}, file)
+    assert str(caught.value) == refusal.format(source=f"redact in --config {file}")
+    if pattern:  # the variable's patterns are split at spaces: none is empty
+        with pytest.raises(RequestError) as caught:
+            load_config({}, {"ASSAY_REDACT": pattern})
+        assert str(caught.value) == refusal.format(source="ASSAY_REDACT")
+
+    result = subprocess.run(
+        [*SERVE, "--redact", pattern],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2
+    assert result.stderr == f"assay serve: {refusal.format(source='--redact')}\n"

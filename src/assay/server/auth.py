@@ -18,8 +18,7 @@ from fastapi import Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException
 
-from assay.errors import RequestError
-from assay.server.tokens import Scope, Token
+from assay.server.tokens import Scope, Token, check_distinct
 
 
 @dataclass(frozen=True)
@@ -41,12 +40,7 @@ class Authenticator:
 
     def __init__(self, tokens: Iterable[Token]) -> None:
         self.tokens = tuple(tokens)
-        names = [t.name for t in self.tokens]
-        duplicated = sorted({n for n in names if names.count(n) > 1})
-        if duplicated:
-            raise RequestError(
-                f"token names must differ; {', '.join(duplicated)} is given twice", field="token"
-            )
+        check_distinct(self.tokens)
         self._digests = [(_digest(t.secret), t) for t in self.tokens]
 
     @property

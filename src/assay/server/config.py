@@ -20,8 +20,9 @@ from typing import Any, Final
 
 from assay.defaults import DEFAULT_APPLICATION, DEFAULT_SESSION_IDLE_S
 from assay.defaults import DEFAULT_LEDGER_URL as DEFAULT_URL
-from assay.errors import RequestError
-from assay.server.tokens import TOKEN_FORM, Token, parse_scopes
+from assay.errors import ContractError, RequestError
+from assay.expr.path import parse_path
+from assay.server.tokens import TOKEN_FORM, Token, check_distinct, parse_scopes
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765
@@ -93,6 +94,17 @@ class ServerConfig:
                 f"log level must be one of {', '.join(LOG_LEVELS)}, not {self.log_level!r}",
                 field="log_level",
             )
+        check_distinct(self.tokens)
+        for pattern in self.redact:
+            try:
+                parse_path(pattern)
+            except ContractError as error:
+                raise RequestError(
+                    f"redact: {error}; a redact pattern is a dotted state path whose segments "
+                    "may be * (any one key) or ** (any keys), such as inbox.sent.*.to or "
+                    "secrets.**",
+                    field="redact",
+                ) from None
         for directory in self.workflows:
             if not Path(directory).is_dir():
                 state = "is a file" if Path(directory).exists() else "does not exist"

@@ -74,6 +74,27 @@ class Token:
         return scope in self.scopes or Scope.ADMIN in self.scopes
 
 
+def check_distinct(tokens: Iterable[Token]) -> None:
+    """Refuse two tokens of one name, or of one secret (which would make the second token's
+    scopes unreachable, or grant them to the first's holder); the error never shows a
+    secret."""
+    names: dict[str, Token] = {}
+    secrets: dict[str, Token] = {}
+    for token in tokens:
+        if token.name in names:
+            raise RequestError(
+                f"token names must differ; {token.name} is given twice", field="tokens"
+            )
+        first = secrets.get(token.secret)
+        if first is not None:
+            raise RequestError(
+                f"tokens {first.name!r} and {token.name!r} have the same secret; a secret names "
+                f"one token, so give each its own (make one with {MAKE_SECRET})",
+                field="tokens",
+            )
+        names[token.name] = secrets[token.secret] = token
+
+
 def parse_scopes(names: Iterable[str], *, name: str, source: str) -> frozenset[Scope]:
     """Scope names as ``Scope``s; an unknown name is an error that lists the known ones."""
     scopes: set[Scope] = set()
