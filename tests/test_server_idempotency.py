@@ -84,3 +84,60 @@ async def test_a_key_is_per_token_and_refuses_a_different_request(served: Served
     assert theirs.json()["transition_id"] != mine.json()["transition_id"]
     assert empty.status_code == 400
     assert empty.json()["errors"][0]["field"] == "header.Idempotency-Key"
+
+
+async def test_a_retry_naming_the_default_session_or_waiting_longer_is_the_same_request(
+    served: Served,
+) -> None:
+    fire = {"action": "inbox.send", "args": {"message_id": "same", "to": "ops"}}
+    headers = {**bearer("actor"), "Idempotency-Key": "same-request"}
+    default = served.host.default_session
+    retries = [
+        {"session": "default"},
+        {"session": default},
+        {"wait_ms": 200},
+        {"session": "default", "wait_ms": 5000},
+    ]
+    async with httpx.AsyncClient(base_url=served.url, timeout=30) as client:
+        first = await client.post("/v1/actions", json=fire, headers=headers)
+        again = [
+            await client.post("/v1/actions", json={**fire, **retry}, headers=headers)
+            for retry in retries
+        ]
+        other = await client.post(
+            "/v1/actions", json={**fire, "session": "elsewhere"}, headers=headers
+        )
+    assert first.status_code == 200, first.text
+    assert [r.status_code for r in again] == [200] * len(retries)
+    assert {r.content for r in again} == {first.content}  # the first answer, pending as it was
+    assert first.json()["session"] == default
+    assert len(served.host.ledger.query(kind="fire")) == 1
+    assert other.status_code == 400
+    assert other.json()["type"] == "urn:assay:problem:idempotency-key-reused"
+
+
+@pytest.mark.parametrize(
+    ("key", "why"),
+    [
+        ("ключ".encode().decode("latin-1"), "this one holds other characters; send a key of "
+         "ASCII characters only"),
+        ("", "got an empty one"),
+        ("k" * 256, "got 256 characters"),
+    ],
+)  # fmt: skip
+async def test_an_idempotency_key_that_is_not_visible_ascii_is_refused_saying_so(
+    served: Served, key: str, why: str
+) -> None:
+    fire = {"action": "inbox.send", "args": {"message_id": "key", "to": "ops"}}
+    headers = [*bearer("actor").items(), ("Idempotency-Key", key.encode("latin-1"))]
+    async with httpx.AsyncClient(base_url=served.url, timeout=30) as client:
+        refused = await client.post("/v1/actions", json=fire, headers=headers)
+    assert refused.status_code == 400
+    (error,) = refused.json()["errors"]
+    assert error == {
+        "field": "header.Idempotency-Key",
+        "message": "an Idempotency-Key is 1 to 255 visible ASCII characters (letters, digits, "
+        f"punctuation and spaces between them, such as a UUID); {why}",
+        "type": "idempotency_key",
+    }
+    assert served.host.ledger.query(kind="fire") == []

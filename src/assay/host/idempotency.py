@@ -3,16 +3,19 @@
 The first request with a key runs; every later one with the same key — also one that arrives
 while the first is still running — waits for and returns that same answer (or error). A key
 reused with a different request is refused, since returning the first answer to it would
-answer a question it did not ask. Keys live in memory, the most recent ``capacity`` of them.
+answer a question it did not ask; a request with an ``idempotency_identity()`` method is
+compared by what that returns (``ActionRequest`` leaves out how long its caller waits). Keys
+live in memory, the most recent ``capacity`` of them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from assay.errors import IdempotencyKeyReusedError, RequestError
 
@@ -35,13 +38,10 @@ class IdempotencyCache(Generic[T]):
     async def run(self, scope: str, key: str, request: Any, make: Callable[[], Awaitable[T]]) -> T:
         """``make()``'s answer for the first request with ``key``; the same answer for every
         retry; ``IdempotencyKeyReusedError`` when ``request`` differs from the first."""
-        if not key or len(key) > MAX_KEY_LENGTH or not key.isprintable():
-            raise RequestError(
-                f"an Idempotency-Key is 1 to {MAX_KEY_LENGTH} printable characters; "
-                f"got {len(key)} characters",
-                field="Idempotency-Key",
-            )
-        fingerprint = hashlib.sha256(repr(request).encode()).hexdigest()
+        check_key(key)
+        identity = getattr(request, "idempotency_identity", None)
+        shown = identity() if callable(identity) else request
+        fingerprint = hashlib.sha256(repr(shown).encode()).hexdigest()
         slot = (scope, key)
         known = self._answers.get(slot)
         if known is not None:
@@ -62,6 +62,31 @@ class IdempotencyCache(Generic[T]):
             self._answers.popitem(last=False)
         task.add_done_callback(_observe)
         return await asyncio.shield(task)
+
+
+KEY_FORM: Final = (
+    f"an Idempotency-Key is 1 to {MAX_KEY_LENGTH} visible ASCII characters (letters, digits, "
+    "punctuation and spaces between them, such as a UUID)"
+)
+
+
+def check_key(key: str) -> None:
+    """``RequestError`` naming what is wrong with ``key``, unless it is 1 to ``MAX_KEY_LENGTH``
+    characters from ``" "`` to ``"~"`` (the form of a structured-field string, RFC 8941)."""
+    if key and len(key) <= MAX_KEY_LENGTH and _VISIBLE.fullmatch(key):
+        return
+    if not key:
+        got = "got an empty one"
+    elif not key.isascii():
+        got = "this one holds other characters; send a key of ASCII characters only"
+    elif not _VISIBLE.fullmatch(key):
+        got = "this one holds a control character"
+    else:
+        got = f"got {len(key)} characters"
+    raise RequestError(f"{KEY_FORM}; {got}", field="Idempotency-Key")
+
+
+_VISIBLE: Final = re.compile("[ -~]+")
 
 
 def _observe(task: asyncio.Future[Any]) -> None:

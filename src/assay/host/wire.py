@@ -8,10 +8,12 @@ strict, so a value of the wrong JSON type is an error rather than a silent conve
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 from assay.expr.predicate import ConditionEvidence
 from assay.graph.result import Answer, CurrentCheck, EffectStatus, RefusalFigures
@@ -19,6 +21,31 @@ from assay.verify.outcome import VerificationOutcome
 
 MAX_WAIT_MS = 55_000
 """The longest wait a port accepts: under the 60 s request timeout common in clients."""
+
+
+def _not_empty(what: str, instead: str) -> Callable[[object], object]:
+    """A before-validator refusing ``""`` for a field whose absence means a default: the empty
+    string would otherwise either name nothing or silently mean that default."""
+    message = f"an empty string names no {what}; {instead}"
+
+    def check(value: object) -> object:
+        if value == "":
+            raise PydanticCustomError("string_too_short", message)
+        return value
+
+    return check
+
+
+EMPTY_SESSION: Final = BeforeValidator(
+    _not_empty("session", "leave session out for the default session")
+)
+"""Refuses ``session: ""``: leaving session out names the default session, "" names none."""
+
+SessionName = Annotated[
+    str | None,
+    EMPTY_SESSION,
+    Field(min_length=1, max_length=200, description="the session id; the default one if absent"),
+]
 
 
 class _Input(BaseModel):
@@ -31,9 +58,7 @@ class ActionRequest(_Input):
 
     action: str = Field(description="page.action, e.g. inbox.send", min_length=1, max_length=200)
     args: dict[str, Any] = Field(default_factory=dict, description="the action's arguments")
-    session: str | None = Field(
-        default=None, max_length=200, description="the session id; the default session if absent"
-    )
+    session: SessionName = None
     source: str = Field(default="agent", max_length=200, description="who fired it")
     verify_expression: str | None = Field(
         default=None,
@@ -47,6 +72,11 @@ class ActionRequest(_Input):
         le=MAX_WAIT_MS,
         description="wait up to this long for settlement; a settled answer is folded in",
     )
+
+    def idempotency_identity(self) -> ActionRequest:
+        """What a retry under the same Idempotency-Key must repeat: all of it but ``wait_ms``,
+        which says how long the caller waits for the answer, not what is fired."""
+        return self.model_copy(update={"wait_ms": 0}) if self.wait_ms else self
 
 
 class ActionResponse(BaseModel):
@@ -86,7 +116,7 @@ class VerifyRequest(_Input):
     expression: str | dict[str, Any] = Field(
         description="a verify_expression, or a declarative filter contract"
     )
-    session: str | None = Field(default=None, max_length=200)
+    session: SessionName = None
     timeout_ms: int = Field(default=5000, ge=0, le=MAX_WAIT_MS)
     settle_ms: int = Field(default=0, ge=0, le=MAX_WAIT_MS)
 
@@ -111,7 +141,11 @@ class ReportReceipt(BaseModel):
 class SessionRequest(_Input):
     """``POST /v1/sessions``: open a session."""
 
-    node: str | None = Field(default=None, max_length=200, description="the start page if absent")
+    node: Annotated[
+        str | None,
+        BeforeValidator(_not_empty("page", "leave node out to open the session at the start page")),
+        Field(min_length=1, max_length=200, description="the start page if absent"),
+    ] = None
 
 
 class SessionInfo(BaseModel):

@@ -11,10 +11,14 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from pydantic import BeforeValidator
+from pydantic_core import PydanticCustomError
 
-from assay.host import Host
-from assay.host.idempotency import MAX_KEY_LENGTH
+from assay.errors import RequestError
+from assay.host import DEFAULT_SESSION, Host
+from assay.host.idempotency import MAX_KEY_LENGTH, check_key
 from assay.host.wire import (
+    EMPTY_SESSION,
     MAX_WAIT_MS,
     ActionRequest,
     ActionResponse,
@@ -51,18 +55,33 @@ async def fire(
     who: Annotated[Principal, Depends(require(Scope.ACT))],
     idempotency_key: Annotated[
         str | None,
+        BeforeValidator(_key),
         Header(
             alias="Idempotency-Key",
             min_length=1,
             max_length=MAX_KEY_LENGTH,
+            pattern="^[ -~]+$",
             description="a retry with the same key returns the first answer and never fires "
-            "again, also while the first is still running",
+            "again, also while the first is still running; 1 to 255 visible ASCII characters",
         ),
     ] = None,
 ) -> Response:
     """Fire ``body.action`` in ``body.session``; the answer is durable in the ledger first."""
+    if body.session is not None and body.session in (DEFAULT_SESSION, host.default_session):
+        # Every name of the default session is one request, for idempotency keys too.
+        body = body.model_copy(update={"session": None})
     answer = await host.fire(body, idempotency_key=idempotency_key, scope=who.name)
     return action_problem(request, answer) or _json(answer)
+
+
+def _key(value: object) -> object:
+    """An Idempotency-Key's own message where the header's schema would say less."""
+    if isinstance(value, str):
+        try:
+            check_key(value)
+        except RequestError as error:
+            raise PydanticCustomError("idempotency_key", str(error)) from None
+    return value
 
 
 @lean.post(
@@ -97,7 +116,9 @@ async def transition(
     host: HostDependency,
     who: Annotated[Principal, Depends(require(Scope.READ))],
     session: Annotated[
-        str | None, Query(max_length=200, description="the session; the default if absent")
+        str | None,
+        EMPTY_SESSION,
+        Query(min_length=1, max_length=200, description="the session; the default if absent"),
     ] = None,
     wait_ms: Annotated[
         int, Query(ge=0, le=MAX_WAIT_MS, description="wait up to this long for settlement")

@@ -1,0 +1,100 @@
+"""What the daemon refuses in a request, and how it says so: query parameters, bodies,
+content types and paths at their edges, each a 400 (or 404, 415) problem naming the part."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from assay.examples.outpost import APPLICATION, Outpost, outpost_connector
+from assay.host import Application
+from http_daemon import Served, serving
+
+pytestmark = pytest.mark.anyio
+
+PROBLEM = "application/problem+json"
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[Served]:
+    outpost = Outpost(delivery_delay=0.05, mode_delay=0.05, release_delay=0.05, mode="GUIDED")
+    application = Application(APPLICATION.graph, start="inbox", connect=outpost_connector(outpost))
+    async with serving(application) as served:
+        yield served
+
+
+@pytest.fixture
+async def client(served: Served) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=served.url, timeout=30) as http:
+        yield http
+
+
+def _problem(response: httpx.Response, status: int, code: str = "invalid-request") -> Any:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == PROBLEM
+    body = response.json()
+    assert body["type"] == (f"urn:assay:problem:{code}" if code else "about:blank")
+    return body
+
+
+def _errors(response: httpx.Response) -> list[dict[str, str]]:
+    errors: list[dict[str, str]] = _problem(response, 400)["errors"]
+    return errors
+
+
+@pytest.mark.parametrize("name", ["since", "until"])
+@pytest.mark.parametrize("value", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+async def test_a_ledger_time_beyond_utcs_range_is_a_400_naming_the_parameter(
+    client: httpx.AsyncClient, name: str, value: str
+) -> None:
+    refused = await client.get("/v1/ledger/entries", params={name: value})
+    body = _problem(refused, 400, "bad-request")
+    assert body["field"] == name
+    assert body["detail"].startswith(f"{name} is ")
+    assert body["detail"].endswith(
+        "in UTC, beyond the times a ledger can hold; give a time from 0001-01-01T00:00:00Z to "
+        f"9999-12-31T23:59:59Z, not {value!r}"
+    )
+
+
+async def test_ledger_times_are_rfc_3339_exactly(client: httpx.AsyncClient) -> None:
+    lower = await client.get("/v1/ledger/entries", params={"since": "2000-01-01t00:00:00z"})
+    assert lower.status_code == 200, lower.text
+    week = await client.get("/v1/ledger/entries", params={"until": "2026-W01-1T00:00:00Z"})
+    assert _problem(week, 400, "bad-request")["detail"] == (
+        "until must be an RFC 3339 time like 2026-01-01T00:00:00Z, not '2026-W01-1T00:00:00Z'"
+    )
+
+
+DEFAULT_SESSION = "an empty string names no session; leave session out for the default session"
+
+
+async def test_an_empty_session_or_node_is_refused_naming_the_field(
+    client: httpx.AsyncClient, served: Served
+) -> None:
+    fire = await client.post("/v1/actions", json={"action": "inbox.send", "session": ""})
+    assert _errors(fire) == [
+        {"field": "body.session", "message": DEFAULT_SESSION, "type": "string_too_short"}
+    ]
+    verify = await client.post("/v1/verify", json={"expression": "true", "session": ""})
+    assert _errors(verify) == [
+        {"field": "body.session", "message": DEFAULT_SESSION, "type": "string_too_short"}
+    ]
+    answer = await client.get("/v1/transitions/inbox.send%231", params={"session": ""})
+    assert _errors(answer) == [
+        {"field": "query.session", "message": DEFAULT_SESSION, "type": "string_too_short"}
+    ]
+    opened = await client.post("/v1/sessions", json={"node": ""})
+    assert _errors(opened) == [
+        {
+            "field": "body.node",
+            "message": "an empty string names no page; leave node out to open the session at "
+            "the start page",
+            "type": "string_too_short",
+        }
+    ]
+    assert served.host.ledger.query(kind="fire") == []
+    assert len(served.host.sessions) == 1
