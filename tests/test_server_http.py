@@ -350,7 +350,10 @@ async def test_ledger_reads_and_proofs_check_out(client: httpx.AsyncClient) -> N
     assert huge["detail"] == f"the ledger has no entry {2**70}; it holds entries 1 to 3"
     assert (await client.get("/v1/ledger/entries", params={"after": 2**70})).json() == []
     too_big = await client.get("/v1/ledger/proofs/consistency", params={"old": 1, "new": 9})
-    assert "between 0 and the tree's size (3)" in _problem(too_big, 400, "bad-request")["detail"]
+    assert _problem(too_big, 400, "bad-request")["detail"] == (
+        "new must be between old (1) and the tree's size (3), not 9; leave new out for the "
+        "current tree"
+    )
     report = (await client.get("/v1/ledger/verify")).json()
     assert (report["size"], report["problem"]) == (3, None)
 

@@ -98,3 +98,49 @@ async def test_an_empty_session_or_node_is_refused_naming_the_field(
     ]
     assert served.host.ledger.query(kind="fire") == []
     assert len(served.host.sessions) == 1
+
+
+async def test_proof_sizes_out_of_range_name_the_query_parameter_and_its_real_bounds(
+    client: httpx.AsyncClient,
+) -> None:
+    for _ in range(3):
+        await client.post("/v1/verify", json={"expression": "true", "timeout_ms": 0})
+
+    async def detail(path: str, **params: int) -> tuple[str, str]:
+        body = _problem(await client.get(path, params=params), 400, "bad-request")
+        return body["parameter"], body["detail"]
+
+    inclusion = "/v1/ledger/proofs/inclusion/2"
+    assert await detail(inclusion, size=99999) == (
+        "size",
+        "size must be between 2 (the entry's seq: a smaller tree does not hold it) and the "
+        "tree's size (3), not 99999; leave size out for the current tree",
+    )
+    assert (await detail(inclusion, size=1))[1].startswith("size must be between 2 ")
+    consistency = "/v1/ledger/proofs/consistency"
+    assert await detail(consistency, old=9) == (
+        "old",
+        "old must be between 1 and the tree's size (3), not 9",
+    )
+    assert await detail(consistency, old=3, new=2) == (
+        "new",
+        "new must be between old (3) and the tree's size (3), not 2; leave new out for the "
+        "current tree",
+    )
+    assert await detail(consistency, old=1, new=4) == (
+        "new",
+        "new must be between old (1) and the tree's size (3), not 4; leave new out for the "
+        "current tree",
+    )
+    assert (await client.get(consistency, params={"old": 2, "new": 3})).status_code == 200
+    assert (await client.get(inclusion, params={"size": 2})).status_code == 200
+
+
+async def test_a_consistency_proof_of_an_empty_ledger_says_it_is_empty(
+    client: httpx.AsyncClient,
+) -> None:
+    refused = await client.get("/v1/ledger/proofs/consistency", params={"old": 1})
+    assert _problem(refused, 400, "bad-request")["detail"] == (
+        "the ledger is empty, so there is no tree to prove consistent yet; ask again once it "
+        "holds an entry"
+    )

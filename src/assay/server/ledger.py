@@ -11,7 +11,7 @@ from typing import Annotated, Final
 
 from fastapi import APIRouter, Depends, Path, Query
 
-from assay.errors import NotFoundError
+from assay.errors import NotFoundError, ProofError
 from assay.host import Host
 from assay.host.wire import EntryView
 from assay.ledger.entry import Entry
@@ -100,6 +100,12 @@ def inclusion(
     head = host.ledger.tree_head()
     if seq > head.size:
         raise _no_entry(seq, head.size)
+    if size is not None and not seq <= size <= head.size:
+        raise ProofError(
+            f"size must be between {seq} (the entry's seq: a smaller tree does not hold it) and "
+            f"the tree's size ({head.size}), not {size}; leave size out for the current tree",
+            parameter="size",
+        )
     return host.ledger.prove(seq, size)
 
 
@@ -116,7 +122,23 @@ def consistency(
     new: Annotated[int | None, Query(ge=1, description="the newer size; now if absent")] = None,
 ) -> ConsistencyProof:
     """An RFC 9162 consistency proof between two tree sizes."""
-    host.ledger.tree_head()
+    size = host.ledger.tree_head().size
+    if size == 0:
+        raise ProofError(
+            "the ledger is empty, so there is no tree to prove consistent yet; ask again once "
+            "it holds an entry",
+            parameter="old",
+        )
+    if new is not None and not old <= new <= size:
+        low = f"old ({old})" if old <= size else "old"
+        raise ProofError(
+            f"new must be between {low} and the tree's size ({size}), not {new}; leave new out "
+            "for the current tree",
+            parameter="new",
+        )
+    top, what = (size, "the tree's size") if new is None else (new, "new")
+    if old > top:
+        raise ProofError(f"old must be between 1 and {what} ({top}), not {old}", parameter="old")
     return host.ledger.consistency(old, new)
 
 
