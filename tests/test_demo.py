@@ -104,10 +104,13 @@ def test_the_demo_shows_every_case_and_its_ledger_verifies(demo: DemoRun) -> Non
     assert fires["drone.set-mode#2"]["already_true"][0]["key"] == "drone.mode"
     verdicts = [e.body["verdict"]["passed"] for e in ledger.query(kind="verdict") if e.run]
     assert verdicts == [False, True]
+    # inbox.sent gained a key: it is not listed as removed (it said "{} → (absent)").
+    assert "changed: inbox.sent: {}" not in demo.output
+    assert '.status: (absent) → "sent"' in demo.output
     for line in (
         "inbox.unread remained 3",
         "changed_fields: [] (nothing observable changed)",
-        "changed: inbox.sent: {} → {…}",  # it gained a key; it said "{} → (absent)"
+        "changed: inbox.sent_count: 14 → 15",
         "The handler finished, and no change to the declared keys was observed.",  # unverified
         'already true at fire time: drone.mode eq "GUIDED"',
         "refused (low_confidence): confidence",

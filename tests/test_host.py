@@ -88,6 +88,34 @@ async def test_a_fire_answers_after_its_fire_and_settlement_are_in_the_ledger(
     assert host.ledger.verify().ok
 
 
+async def test_a_fire_that_settles_while_its_evidence_is_stored_answers_as_settled(
+    tmp_path: Path,
+) -> None:
+    # With no wait, a contract given no time settled as failed while the fire's entry was
+    # being stored: the answer said "failed" with effect_status "pending" and no
+    # verification, and was 200 over HTTP rather than 422.
+    def handlers(store: Any) -> dict[str, Any]:
+        return {"workspace.open-billing": lambda args: None}  # changes nothing
+
+    application = Application.in_process(
+        DESK, start="workspace", state={"view": {"domain": "home"}}, handlers=handlers
+    )
+    async with Host(application, Ledger(SQLiteBackend(tmp_path / "l.db"))) as host:
+        request = ActionRequest(action="workspace.open-billing", verify_timeout_ms=0)
+        response = await host.fire(request)
+        assert (response.answer, response.effect_status, response.success) == (
+            "failed",
+            "failed",
+            False,
+        )
+        assert response.verification is not None
+        assert response.verification.passed is False
+        assert response.error == response.verification.narrative
+        # What it answered is durable: the settlement is in the ledger already.
+        stored = host.ledger.backend.query(session=host.default_session)
+        assert [entry.kind for entry in stored] == ["fire", "settlement"]
+
+
 async def test_concurrent_retries_with_one_idempotency_key_fire_once(
     desk: tuple[Host, list[dict[str, Any]]],
 ) -> None:

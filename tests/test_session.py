@@ -252,6 +252,143 @@ def test_single_flight_refuses_a_second_fire_naming_the_holder() -> None:
     assert third.transition_id == "workspace.send#3"
 
 
+def test_single_flight_holds_across_the_sessions_on_one_application() -> None:
+    # Sessions of one host share the application: a second session could release an
+    # irreversible payload while the first session's release was still pending.
+    async def main(clock: VirtualClock) -> Any:
+        first = session(clock, {"inbox": {"sent_count": 0}}, send=lambda a: None)
+        second = GRAPH.create_session(node="workspace", substrate=first.substrate, clock=clock)
+        second.register_actions("workspace", handlers={"send": lambda a: None})
+        elsewhere = session(clock, {"inbox": {"sent_count": 0}}, send=lambda a: None)
+        held = first.fire("workspace.send")
+        refused = second.fire("workspace.send")
+        apart = elsewhere.fire("workspace.send")  # another application: not held
+        first.report({"inbox.sent_count": 1})
+        await clock.advance(0)
+        released = second.fire("workspace.send")
+        return first.id, held, refused, apart, released
+
+    holder_session, held, refused, apart, released = run(main)
+    assert held.ok is True
+    assert refused.refusal == "single_flight"
+    assert refused.error == (
+        f"workspace.send is single-flight and workspace.send#1 of session {holder_session!r} "
+        "is still pending; wait for it to settle (did_it_work) before firing again"
+    )
+    assert refused.refusal_figures is not None
+    assert refused.refusal_figures.holder == "workspace.send#1"
+    assert refused.refusal_figures.holder_session == holder_session
+    assert apart.ok is True
+    assert released.ok is True
+
+
+# The declared verify covers the message's status, not the count it also writes.
+SEND_PAGES: dict[str, Any] = {
+    "outbox": {
+        "actions": {
+            "send": {
+                "does": "Send a message by id; the app ignores an id it has sent",
+                "writes": ["sent_count", "sent.{message_id}.status"],
+                "verify": {"sent.{message_id}.status": {"eq": "sent"}},
+            },
+            "ping": {
+                "does": "Ping; writes nothing it declares",
+                "verify_expression": "online === true",
+            },
+        }
+    }
+}
+SEND_GRAPH = build_navigation_graph("mail", pages=SEND_PAGES)
+
+
+def _outbox(clock: VirtualClock, state: dict[str, Any]) -> Session:
+    created = SEND_GRAPH.create_session(node="outbox", state=state, clock=clock)
+
+    def send(args: dict[str, Any]) -> None:
+        sent = created.store.current.objects.get("sent", {})
+        if args["message_id"] not in sent:  # a duplicate is ignored, answering as usual
+            count = created.store.current.objects["sent_count"]
+            created.report({"sent_count": count + 1, f"sent.{args['message_id']}.status": "sent"})
+
+    created.register_actions("outbox", handlers={"send": send, "ping": lambda args: None})
+    return created
+
+
+def test_a_contract_that_held_before_the_fire_with_nothing_declared_changed_is_no_success() -> None:
+    # A repeated send of one message answered "worked", effect observed, with an empty
+    # commit: the contract held before the fire, and nothing the action writes changed.
+    async def main(clock: VirtualClock) -> Any:
+        s = _outbox(clock, {"sent_count": 0, "sent": {}, "online": True})
+        answers = []
+        for _ in range(2):
+            fired = s.fire("outbox.send", {"message_id": "m1"})
+            await s.wait(fired.transition_id or "", 5)
+            answers.append(s.did_it_work(fired.transition_id or ""))
+        pinged = s.fire("outbox.ping")
+        await s.wait(pinged.transition_id or "", 5)
+        answers.append(s.did_it_work(pinged.transition_id or ""))
+        return answers
+
+    first, again, ping = run(main)
+    assert (first.answer, first.effect) == ("worked", "observed")
+    assert [change.key for change in first.commit] == ["sent.m1.status", "sent_count"]
+    for repeated in (again, ping):
+        assert (repeated.answer, repeated.effect, repeated.commit) == (
+            "unobservable",
+            "unobservable",
+            [],
+        )
+        assert repeated.outcome is not None and repeated.outcome.passed is True
+        assert repeated.error is None
+        assert repeated.why is not None
+        assert repeated.why.startswith(
+            "The contract holds, but it held before the action fired too, and none of the "
+            "keys the action declares writing changed: nothing observed shows that the "
+            "action had any effect. "
+        )
+        assert repeated.why.endswith(repeated.outcome.narrative)
+
+
+def test_a_pending_contract_names_the_keys_its_arguments_resolved() -> None:
+    async def main(clock: VirtualClock) -> Any:
+        s = SEND_GRAPH.create_session(
+            node="outbox", state={"sent_count": 0, "sent": {}}, clock=clock
+        )
+        s.register_actions("outbox", handlers={"send": lambda args: None})
+        fired = s.fire("outbox.send", {"message_id": "m3"})
+        await clock.advance(1)
+        answer = s.did_it_work(fired.transition_id or "")
+        await s.close()
+        return answer
+
+    answer = run(main)
+    assert answer.waiting_on == (
+        'the verify contract {"sent.{message_id}.status":{"eq":"sent"}} to hold (on sent.m3.status)'
+    )
+
+
+def test_an_already_true_fire_checks_its_own_expression_within_its_own_timeout() -> None:
+    # The fire's verify_timeout_ms was ignored (the action's 5000 ms applied), and while
+    # the expression was checked the answer said it waited on the handler, long returned.
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"view": {"domain": "billing"}}, **{"open-billing": lambda a: None})
+        fired = s.fire("workspace.open-billing", verify_expression="x > 1", verify_timeout_ms=500)
+        await clock.advance(0.3)
+        midway = s.did_it_work(fired.transition_id or "")
+        await clock.advance(0.3)
+        return fired, midway, s.did_it_work(fired.transition_id or "")
+
+    fired, midway, settled = run(main)
+    assert fired.already_true is not None
+    assert midway.answer == "pending"
+    assert midway.waiting_on == (
+        'the verify contract ({"view.domain":{"eq":"billing"}}) && (x > 1) to hold'
+    )
+    assert settled.answer == "failed"
+    assert settled.outcome is not None
+    assert settled.outcome.elapsed_ms == 500
+
+
 def test_an_action_not_available_here_is_refused_naming_where_it_is() -> None:
     async def main(clock: VirtualClock) -> Any:
         return session(clock, {}).fire("billing.pay")

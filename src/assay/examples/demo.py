@@ -100,7 +100,7 @@ class Tour:
             if not changes:
                 self.console.print("    changed_fields: [] (nothing observable changed)")
             for change in changes:
-                self.console.print(f"    changed: {_change(change, changes)}")
+                self.console.print(f"    changed: {_change(change)}")
         if answer.get("refusal"):
             self.console.print(f"    refused ({answer['refusal']}): {answer.get('error')}")
         elif answer.get("tool_error"):
@@ -224,14 +224,9 @@ async def _workflow(ledger: Ledger, console: Console) -> None:
     console.print(f"  run {record.run_id}: {record.status}")
 
 
-def _change(change: dict[str, Any], changes: list[dict[str, Any]]) -> str:
-    """One changed leaf, as a person reads it. An empty object is a leaf, so one that gains
-    keys is listed as removed beside the leaves added under it: shown as ``{} → {…}``, not
-    as if the key had gone."""
+def _change(change: dict[str, Any]) -> str:
+    """One changed leaf, as a person reads it."""
     key = change["key"]
     before = "(absent)" if change["kind"] == "added" else json.dumps(change["before"])
     after = "(absent)" if change["kind"] == "removed" else json.dumps(change["after"])
-    if change["kind"] == "removed" and change["before"] == {}:
-        under = any(other["key"].startswith((f"{key}.", f"{key}[")) for other in changes)
-        after = "{…}" if under else after
     return f"{key}: {before} → {after}"

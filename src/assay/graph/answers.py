@@ -69,6 +69,11 @@ def answer(
     )
 
 
+HELD_BEFORE_WHY: Final = (
+    "The contract holds, but it held before the action fired too, and none of the keys the "
+    "action declares writing changed: nothing observed shows that the action had any effect."
+)
+
 FROM_EVIDENCE: Final = (
     " (Read back from the ledger: the session no longer holds this transition, so whether "
     "its contract still holds now is not checked, and what its handler returned is not known.)"
@@ -126,6 +131,9 @@ def outcome_now(transition: Transition, current: Snapshot) -> CurrentCheck | Non
 def waiting_on(transition: Transition, queued_before: int) -> str:
     """What a pending ``transition`` waits on; ``queued_before`` earlier fires wait on the
     same state report ahead of it."""
+    if transition.already_true is not None and transition.handler_done:
+        # Its handler finished; the fire's own verify_expression is being checked.
+        return transition.waiting_on or "the verify contract to hold"
     if transition.already_true is not None or (
         transition.predicate is None and not transition.writes
     ):
@@ -156,6 +164,8 @@ def _why_settled(phase: Phase, outcome: VerificationOutcome | None, error: str |
             return outcome.narrative
         return "A state report established the declared change."
     if phase is Phase.UNOBSERVABLE:
+        if error is None and outcome is not None and outcome.passed:
+            return f"{HELD_BEFORE_WHY} {outcome.narrative}"
         return error or "The handler finished, and no change to the declared keys was observed."
     if phase is Phase.FAILED:
         return error or "It failed."

@@ -46,6 +46,9 @@ class RefusalFigures(BaseModel):
     holder: str | None = Field(
         default=None, description="single_flight: the pending transition holding the action"
     )
+    holder_session: str | None = Field(
+        default=None, description="single_flight: the session that fired the holder"
+    )
     node: str | None = Field(default=None, description="not_available_here: where the session is")
     available_at: list[str] | None = Field(
         default=None, description="not_available_here: the pages that declare the action"

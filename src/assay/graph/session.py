@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import inspect
 import uuid
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
@@ -72,6 +73,13 @@ DEFAULT_THRESHOLDS: Final = {
 _PUSH_EXPECTED_INTERVAL: Final = 30.0
 KEEP_SETTLED: Final = 1000
 """How many settled transitions a session holds by default, beside every pending one."""
+
+_FLIGHTS: weakref.WeakKeyDictionary[Substrate, dict[str, tuple[str, str]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Single flight holds for the application, not for one session: every session on one
+substrate shares one map of single-flight action id to its holder (session id, transition
+id)."""
 
 
 class Session:
@@ -132,7 +140,9 @@ class Session:
         self._settled: deque[str] = deque()  # ids of the settled transitions held, oldest first
         self.counters: dict[str, int] = {}
         self.queue: list[Transition] = []  # writes-only fires awaiting a state report, FIFO
-        self.flights: dict[str, str] = {}  # single-flight action id -> holder transition id
+        # Single-flight action id -> its holder (session id, transition id), shared by every
+        # session on this substrate: they act on one application.
+        self.flights = _FLIGHTS.setdefault(substrate, {})
         self.journeys: dict[str, Journey] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
         self.contracts: dict[str, Contract] = {}
@@ -241,13 +251,15 @@ class Session:
             covered = declared is not None and covers(declared, writes)
         except (ContractError, ValueError) as error:
             return self._refuse(spec, args, source, "bad_arguments", str(error))
-        holder = self.flights.get(spec.id)
-        if spec.single_flight and holder is not None:
+        held = self.flights.get(spec.id)
+        if spec.single_flight and held is not None:
+            holder_session, holder = held
+            of = "" if holder_session == self.id else f" of session {holder_session!r}"
             return self._refuse(
                 spec, args, source, "single_flight",
-                f"{spec.id} is single-flight and {holder} is still pending; wait for it to "
-                "settle (did_it_work) before firing again",
-                RefusalFigures(holder=holder),
+                f"{spec.id} is single-flight and {holder}{of} is still pending; wait for it "
+                "to settle (did_it_work) before firing again",
+                RefusalFigures(holder=holder, holder_session=holder_session),
             )  # fmt: skip
         confidence = self.substrate.confidence()
         threshold = self.thresholds[spec.reversibility]
@@ -266,7 +278,7 @@ class Session:
             )  # fmt: skip
         transition = self._mint(spec, args, source, writes, predicate)
         if spec.single_flight:
-            self.flights[spec.id] = transition.id
+            self.flights[spec.id] = (self.id, transition.id)
         handler = self.handlers.get(spec.id)
         if handler is None:
             transition.materialized = False
@@ -283,6 +295,7 @@ class Session:
         if not self._recorded_fire(transition):
             return self.result(transition)
         timeout = verify_timeout_ms if verify_timeout_ms is not None else spec.verify_timeout_ms
+        transition.verify_timeout_ms = timeout
         if transition.already_true is None and predicate is not None:
             self._spawn(self._verify(transition, predicate, spec.settle_ms, timeout))
         elif transition.already_true is None and writes:
@@ -420,11 +433,13 @@ class Session:
         if transition.phase.terminal:
             return
         if transition.observed:
-            self._finish(transition, Phase.WORKED)
+            self._finish(transition, Phase.UNOBSERVABLE if transition.held_before else Phase.WORKED)
         elif transition.already_true is not None and isinstance(transition.predicate, AllOf):
             # The fire's own verify_expression is checked in addition to the declared contract.
-            spec = transition.spec
-            self._spawn(self._verify(transition, transition.predicate, 0, spec.verify_timeout_ms))
+            timeout = transition.verify_timeout_ms
+            if timeout is None:
+                timeout = transition.spec.verify_timeout_ms
+            self._spawn(self._verify(transition, transition.predicate, 0, timeout))
         elif transition.already_true is not None:
             self._finish(transition, self._observed(transition))
         elif transition.predicate is None and not transition.writes:
@@ -443,6 +458,9 @@ class Session:
             poll_interval_ms=self.substrate.poll_interval_ms,
         )
         transition.waiting_on = f"the verify contract {predicate.source} to hold"
+        resolved = [key for key in predicate.keys if key not in predicate.source]
+        if resolved:  # placeholders filled from the args: say which keys it reads
+            transition.waiting_on += f" (on {', '.join(resolved)})"
         outcome = await verify(
             predicate,
             self.store,
@@ -456,8 +474,15 @@ class Session:
         transition.outcome = outcome
         if outcome.passed:
             transition.commit = self._commit_bundle(transition, self.store.current)
+            # A contract that held before the fire too, with no declared key changed, shows
+            # nothing of what the action did: that is no evidence that it worked.
+            transition.held_before = (
+                not transition.commit and predicate.check(transition.before.objects).result is True
+            )
             if transition.handler_done:
-                self._finish(transition, Phase.WORKED)
+                self._finish(
+                    transition, Phase.UNOBSERVABLE if transition.held_before else Phase.WORKED
+                )
             else:
                 # A handler that raises is a failure even when the contract holds.
                 transition.waiting_on = "the handler to finish (the contract already holds)"
@@ -542,7 +567,7 @@ class Session:
                 journey.record(transition.spec.id)
 
     def _release(self, transition: Transition) -> None:
-        if self.flights.get(transition.spec.id) == transition.id:
+        if self.flights.get(transition.spec.id) == (self.id, transition.id):
             del self.flights[transition.spec.id]
 
     def _transition(self, transition_id: str) -> Transition:

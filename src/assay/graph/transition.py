@@ -52,6 +52,9 @@ class Transition:
     phase: Phase = Phase.PENDING
     handler_done: bool = False
     observed: bool = False  # the effect was established; settlement waits for the handler
+    # The contract held, but it held before the fire too and no declared key changed.
+    held_before: bool = False
+    verify_timeout_ms: int | None = None  # the fire's, else the action's
     handler_result: Any = None
     error: str | None = None
     refusal: str | None = None

@@ -363,7 +363,11 @@ class Host:
         if fired.transition_id is not None and fired.effect_status == "pending":
             fired = await self._wait(session, fired.transition_id, request.wait_ms, progress)
         await self.evidence.durable()
-        return self._response(session, fired)
+        # Answered as of now: the fire may have settled while its evidence was stored, and
+        # what the answer says must then be durable too.
+        response = self._response(session, fired)
+        await self.evidence.durable()
+        return response
 
     async def wait(
         self,
@@ -438,9 +442,15 @@ class Host:
         return answer_from_evidence(transition_id, fire, ending.kind, ending.body)
 
     def _response(self, session: Session, fired: FireResult) -> ActionResponse:
+        """The answer for ``fired`` as the session holds it now (the receipt and the answer
+        read at one moment, so they never disagree)."""
         answer = None
         if fired.transition_id is not None and fired.ok:
-            answer = session.did_it_work(fired.transition_id)
+            transition_id = fired.transition_id
+            held = session.transitions.get(transition_id)
+            if held is not None:
+                fired = session.result(held)
+            answer = session.did_it_work(transition_id)
         executed = fired.ok and fired.materialized
         kind = answer.answer if answer is not None else None
         success = (

@@ -7,6 +7,8 @@ When a value changes between an object with keys and a leaf, the old leaves are
 ``{"a": 2}`` is ``a.b`` removed and ``a`` added. ``kind`` is ``changed`` only for a leaf on
 both sides. Counting ``{}`` as a leaf makes the list complete: applying it (removals first,
 pruning the objects they empty, then the rest) turns the first substrate into the second.
+An empty object that gains keys lists only the leaves added under it (it was not removed);
+one that loses its last keys lists those removed and ``{}`` added, as it stays, empty.
 """
 
 from __future__ import annotations
@@ -91,7 +93,14 @@ def _key(path: Path) -> str:
 
 
 def field_changes(changes: Iterable[Change]) -> list[FieldChange]:
-    """Name raw ``(path, before, after)`` changes by their dotted keys, sorted by key."""
+    """Name raw ``(path, before, after)`` changes by their dotted keys, sorted by key.
+
+    An empty object that gained keys is no removal: the leaf ``{}`` it was leaves the list
+    when a leaf under it is added (both the log and a diff list it, so it is dropped here).
+    """
+    changes = list(changes)
+    if any(type(before) is dict and after is MISSING for _, before, after in changes):
+        changes = _without_filled_objects(changes)
     named = [
         FieldChange(
             _key(path),
@@ -103,3 +112,18 @@ def field_changes(changes: Iterable[Change]) -> list[FieldChange]:
     ]
     named.sort(key=lambda change: change.key)
     return named
+
+
+def _without_filled_objects(changes: list[Change]) -> list[Change]:
+    """``changes`` less each removal of a ``{}`` leaf under which a leaf was added."""
+    grown = {
+        path[:depth]
+        for path, before, _ in changes
+        if before is MISSING
+        for depth in range(1, len(path))
+    }
+    return [
+        change
+        for change in changes
+        if not (type(change[1]) is dict and change[2] is MISSING and change[0] in grown)
+    ]
