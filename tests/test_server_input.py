@@ -144,3 +144,50 @@ async def test_a_consistency_proof_of_an_empty_ledger_says_it_is_empty(
         "the ledger is empty, so there is no tree to prove consistent yet; ask again once it "
         "holds an entry"
     )
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/v1/verify/"),
+        ("POST", "/v1/actions/"),
+        ("GET", "/v1/state/"),
+        ("GET", "/healthz/"),
+    ],
+)
+async def test_a_trailing_slash_is_an_unknown_path_not_a_redirect(
+    client: httpx.AsyncClient, method: str, path: str
+) -> None:
+    answer = await client.request(method, path, json={"expression": "true"})
+    assert _problem(answer, 404, "")["detail"] == (
+        f"no route is {path}; the routes are listed at /openapi.json"
+    )
+
+
+async def test_the_timeline_page_refuses_query_parameters(client: httpx.AsyncClient) -> None:
+    for path in ("/", "/timeline/head"):
+        (error,) = _errors(await client.get(path, params={"x": "1"}))
+        assert error == {
+            "field": "query.x",
+            "message": "unknown query parameter; this route takes: none",
+            "type": "extra_forbidden",
+        }
+    assert (await client.get("/")).status_code == 200
+
+
+async def test_a_repeated_single_valued_query_parameter_is_refused_naming_it(
+    client: httpx.AsyncClient,
+) -> None:
+    twice = await client.get("/v1/transitions/inbox.send%231?wait_ms=100&wait_ms=200")
+    assert _errors(twice) == [
+        {
+            "field": "query.wait_ms",
+            "message": "given 2 times; this parameter takes one value, so give it once",
+            "type": "repeated_parameter",
+        }
+    ]
+    entries = await client.get("/v1/ledger/entries?limit=1&kind=fire&limit=2&limit=3")
+    assert [e["field"] for e in _errors(entries)] == ["query.limit"]
+    keys = await client.get("/v1/state?keys=inbox.unread&keys=drone.mode")
+    assert keys.status_code == 200, keys.text  # keys takes several
+    assert set(keys.json()["objects"]) == {"inbox", "drone"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from pydantic import BaseModel
 from starlette import types as asgi
 from starlette.exceptions import HTTPException
@@ -25,6 +25,7 @@ from assay.server.auth import Authenticator, authorize
 from assay.server.config import DEFAULT_MAX_BODY_BYTES
 from assay.server.declared import shape_openapi
 from assay.server.hot import PATH, serve_verify
+from assay.server.query import reject_query
 from assay.server.tokens import Scope, Token
 from assay.timeline import timeline_routes
 from assay.workflow.service import Workflows
@@ -78,6 +79,13 @@ def _limited(receive: asgi.Receive, limit: int) -> asgi.Receive:
     return limited
 
 
+def _timeline_guard(request: Request) -> None:
+    """The timeline's routes need the read scope and take no query parameters."""
+    authorize(request, Scope.READ)
+    if request.scope.get("query_string"):
+        reject_query(request, frozenset())
+
+
 def create_app(
     host: Host,
     *,
@@ -95,6 +103,7 @@ def create_app(
         description=DESCRIPTION,
         docs_url=None,
         redoc_url=None,
+        redirect_slashes=False,  # /v1/verify/ is an unknown path (404), not a redirect
     )
     app.state.host = host
     app.state.authenticator = authenticator
@@ -105,9 +114,7 @@ def create_app(
     for module in (actions, sessions, state, ledger, workflow_routes):
         app.include_router(module.router)
     app.router.routes.extend(
-        timeline_routes(
-            host.ledger, app=host.graph.app, guard=lambda request: authorize(request, Scope.READ)
-        )
+        timeline_routes(host.ledger, app=host.graph.app, guard=_timeline_guard)
     )
 
     @app.get("/healthz", response_model=Health, tags=["daemon"], summary="Liveness, no auth")

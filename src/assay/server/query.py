@@ -1,24 +1,35 @@
 """Unknown query parameters are errors, as unknown body fields are: ``?wait_sm=`` must not
-silently mean "no wait"."""
+silently mean "no wait". So is a single-valued parameter given twice: ``?wait_ms=100&wait_ms=200``
+must not silently mean the last one."""
 
 from __future__ import annotations
+
+from types import UnionType
+from typing import Any, Final, Union, get_args, get_origin
 
 from fastapi import Request
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
+_SEQUENCES: Final = (list, tuple, set, frozenset)
+
 
 async def known_query(request: Request) -> None:
-    """A router dependency: 400 naming each query parameter the route does not take."""
+    """A router dependency: 400 naming each query parameter the route does not take, or
+    takes once and was given more often."""
     route = request.scope.get("route")
     if not isinstance(route, APIRoute):
         return
-    reject_query(request, _names(route))
+    known, repeatable = _names(route)
+    reject_query(request, known, repeatable)
 
 
-def reject_query(request: Request, known: frozenset[str]) -> None:
-    """400 (a ``RequestValidationError``) naming each query parameter not in ``known``."""
+def reject_query(
+    request: Request, known: frozenset[str], repeatable: frozenset[str] = frozenset()
+) -> None:
+    """400 (a ``RequestValidationError``) naming each query parameter not in ``known``, then
+    each given more than once that is not in ``repeatable``."""
     unknown = [name for name in request.query_params if name not in known]
     if unknown:
         takes = ", ".join(sorted(known)) or "none"
@@ -32,20 +43,47 @@ def reject_query(request: Request, known: frozenset[str]) -> None:
                 for name in dict.fromkeys(unknown)
             ]
         )
+    given = [name for name, _ in request.query_params.multi_items()]
+    if len(given) != len(request.query_params):
+        repeated = [n for n in dict.fromkeys(given) if given.count(n) > 1 and n not in repeatable]
+        if repeated:
+            raise RequestValidationError(
+                [
+                    {
+                        "loc": ("query", name),
+                        "msg": f"given {given.count(name)} times; this parameter takes one value, "
+                        "so give it once",
+                        "type": "repeated_parameter",
+                    }
+                    for name in repeated
+                ]
+            )
 
 
-_KNOWN: dict[str, frozenset[str]] = {}
+_KNOWN: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
 
 
-def _names(route: APIRoute) -> frozenset[str]:
+def _names(route: APIRoute) -> tuple[frozenset[str], frozenset[str]]:
+    """The query parameters ``route`` takes, and those of them that take several values."""
     known = _KNOWN.get(route.unique_id)
     if known is None:
-        known = _KNOWN[route.unique_id] = frozenset(_walk(route.dependant))
+        params = _walk(route.dependant)
+        known = _KNOWN[route.unique_id] = (
+            frozenset(name for name, _ in params),
+            frozenset(name for name, many in params if many),
+        )
     return known
 
 
-def _walk(dependant: Dependant) -> list[str]:
-    names = [param.alias for param in dependant.query_params]
+def _walk(dependant: Dependant) -> list[tuple[str, bool]]:
+    params = [(p.alias, _many(p.field_info.annotation)) for p in dependant.query_params]
     for inner in dependant.dependencies:
-        names += _walk(inner)
-    return names
+        params += _walk(inner)
+    return params
+
+
+def _many(annotation: Any) -> bool:
+    """``annotation`` takes a sequence (``list[str] | None``): the parameter may repeat."""
+    if get_origin(annotation) in (Union, UnionType):
+        return any(_many(arg) for arg in get_args(annotation))
+    return annotation in _SEQUENCES or get_origin(annotation) in _SEQUENCES
