@@ -253,3 +253,14 @@ def test_an_input_file_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> N
     result = assay("run", str(flow), "--input", f"@{given}", "--ledger", "memory:")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["status"] == "completed"
+
+
+def test_an_input_nested_too_deeply_to_read_is_a_usage_error(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"a":' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    result = assay("run", str(EXAMPLE), "--input", f"@{deep}")
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"assay run: error: {deep} nests too deeply to read; a run's input must nest at most "
+        "256 levels\n",
+    )

@@ -91,3 +91,39 @@ def test_a_run_killed_mid_step_resumes_from_its_last_commit(tmp_path: Path) -> N
         assert ledger.verify().ok
         kinds = [entry.kind for entry in ledger.query(run=interrupted.run_id)]
     assert kinds == ["commit", "verdict", "commit", "resume", "verdict", "commit"]
+
+
+def test_ctrl_c_stops_a_run_mid_step_at_once_and_it_resumes(tmp_path: Path) -> None:
+    # asyncio.run took SIGINT as a request to cancel at the run's next pause; steps that never
+    # paused ran on, each verified and committed, and only then did it exit 130.
+    flow = tmp_path / "crashable.yaml"
+    flow.write_text(FLOW, encoding="utf-8")
+    effects, block = tmp_path / "effects.txt", tmp_path / "block"
+    block.touch()
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    run_input = json.dumps({"effects": str(effects), "block": str(block)})
+
+    running = assay("run", str(flow), "--input", run_input, "--ledger", url)
+    assert read_line(running, 60) == "BLOCKED"
+    running.send_signal(signal.SIGINT)  # the step blocks until the process is interrupted
+    out, err = running.communicate(timeout=30)
+    assert running.returncode == 130, err
+    assert out == ""
+
+    with open_ledger(url) as ledger:
+        (interrupted,) = Workflows(ledger).runs()
+        assert ledger.verify().ok
+        kinds = [entry.kind for entry in ledger.query(run=interrupted.run_id)]
+    assert kinds == ["commit", "verdict", "commit"]  # start, first's verdict and commit
+    assert interrupted.status is RunStatus.RUNNING
+    assert interrupted.next_step == "second"
+    assert err.endswith(
+        f"assay run: interrupted; run {interrupted.run_id} stopped at step 'second', which did "
+        f"not commit; take it up again with: assay resume {interrupted.run_id} --ledger {url}\n"
+    )
+
+    block.unlink()
+    resumed = assay("resume", interrupted.run_id, "--input", "{}", "--ledger", url)
+    out, err = resumed.communicate(timeout=60)
+    assert resumed.returncode == 0, err
+    assert json.loads(out)["committed"] == {"first": {"items": [1]}, "second": {"items": [2]}}

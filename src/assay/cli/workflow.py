@@ -8,7 +8,8 @@ Exit codes (as for every subcommand, see ``assay.cli.main``):
     resume  0 completed; 1 parked again; 2 bad input, no such run, or a run that cannot be
             resumed (a completed one)
     runs    0
-    any     70 internal error
+    any     70 internal error; 130 interrupted (Ctrl-C): ``run`` and ``resume`` stop at once,
+            committing nothing more, and say how to resume the run
 
 Progress goes to stderr, one line per verdict, escalation, commit and park; the run's record
 goes to stdout as JSON.
@@ -17,9 +18,13 @@ goes to stdout as JSON.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shlex
+import signal
 import sys
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -145,8 +150,15 @@ def run_run(args: argparse.Namespace) -> int:
         workflow = find_workflow(args.file)
         check_workflow(workflow, run_input)
         model = _model_settings(args)
+        run_id = f"{workflow.name}-{uuid.uuid4().hex[:12]}"
         with open_ledger(args.ledger) as ledger:
-            record = _service(ledger, model).engine(workflow).start(run_input)
+            try:
+                with _interrupts_at_once():
+                    record = (
+                        _service(ledger, model).engine(workflow).start(run_input, run_id=run_id)
+                    )
+            except KeyboardInterrupt:
+                return _interrupted("run", run_id, ledger, args)
     except WorkflowLintError as error:
         print(f"assay run: {error}", file=sys.stderr)
         return 2
@@ -164,7 +176,11 @@ def run_resume(args: argparse.Namespace) -> int:
         human = _parse_input(args.input)
         model = _model_settings(args)
         with open_ledger(args.ledger, create=False) as ledger:  # the run must be in it
-            record = _service(ledger, model).resume(args.run_id, human)
+            try:
+                with _interrupts_at_once():
+                    record = _service(ledger, model).resume(args.run_id, human)
+            except KeyboardInterrupt:
+                return _interrupted("resume", args.run_id, ledger, args)
     except AssayError as error:
         hint = "; `assay runs` lists the runs" if isinstance(error, RunNotFoundError) else ""
         if hint and args.ledger is not None:
@@ -199,6 +215,50 @@ def run_runs(args: argparse.Namespace) -> int:
             where = record.next_step or "-"
             print(f"{record.run_id}  {record.status.value:9}  {record.workflow}  step={where}")
     return 0
+
+
+@contextlib.contextmanager
+def _interrupts_at_once() -> Iterator[None]:
+    """Ctrl-C raises ``KeyboardInterrupt`` wherever the run is, a step's executor included.
+
+    ``asyncio.run`` would otherwise take SIGINT as a request to cancel its task at its next
+    pause, and a run whose steps never pause went on to verify and commit every step.
+    Nothing half-done is lost: each ledger entry is stored whole or not at all.
+    """
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interrupted(command: str, run_id: str, ledger: Ledger, args: argparse.Namespace) -> int:
+    """Say where an interrupted run stands and how to take it up again; exit code 130."""
+    from assay.workflow.run import read_run
+
+    try:
+        record = read_run(ledger, run_id)
+    except RunNotFoundError:
+        print(
+            f"assay {command}: interrupted before the run started; nothing was recorded",
+            file=sys.stderr,
+        )
+        return 130
+    if record.next_step is None:
+        where = f"run {run_id} is {record.status.value}"
+    else:
+        where = f"run {run_id} stopped at step {record.next_step!r}, which did not commit"
+    given = f" --ledger {shlex.quote(ledger.url)}" if args.ledger is not None else ""
+    print(
+        f"assay {command}: interrupted; {where}; take it up again with: "
+        f"assay resume {run_id}{given}",
+        file=sys.stderr,
+    )
+    return 130
 
 
 def _model_settings(args: argparse.Namespace) -> ModelSettings | None:
@@ -285,6 +345,11 @@ def _parse_input(text: str) -> dict[str, Any]:
         value = json.loads(text)
     except json.JSONDecodeError as error:
         raise WorkflowError(f"{source} is not JSON: {error}", field="input") from None
+    except RecursionError:
+        raise WorkflowError(
+            f"{source} nests too deeply to read; a run's input must nest at most 256 levels",
+            field="input",
+        ) from None
     if not isinstance(value, dict):
         raise WorkflowError(
             f"{source} must be a JSON object, not {type(value).__name__}", field="input"
