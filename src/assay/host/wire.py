@@ -41,10 +41,10 @@ EMPTY_SESSION: Final = BeforeValidator(
 )
 """Refuses ``session: ""``: leaving session out names the default session, "" names none."""
 
+_Name = Annotated[str, Field(min_length=1, max_length=200)]
+
 SessionName = Annotated[
-    str | None,
-    EMPTY_SESSION,
-    Field(min_length=1, max_length=200, description="the session id; the default one if absent"),
+    _Name | None, EMPTY_SESSION, Field(description="the session id; the default one if absent")
 ]
 
 
@@ -142,9 +142,9 @@ class SessionRequest(_Input):
     """``POST /v1/sessions``: open a session."""
 
     node: Annotated[
-        str | None,
+        _Name | None,
         BeforeValidator(_not_empty("page", "leave node out to open the session at the start page")),
-        Field(min_length=1, max_length=200, description="the start page if absent"),
+        Field(description="the start page if absent"),
     ] = None
 
 
