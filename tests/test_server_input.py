@@ -98,6 +98,8 @@ async def test_an_empty_session_or_node_is_refused_naming_the_field(
     ]
     assert served.host.ledger.query(kind="fire") == []
     assert len(served.host.sessions) == 1
+    null = await client.post("/v1/verify", json={"expression": "true", "session": None})
+    assert null.status_code == 200, null.text  # null is as good as leaving it out
 
 
 async def test_proof_sizes_out_of_range_name_the_query_parameter_and_its_real_bounds(
@@ -191,3 +193,101 @@ async def test_a_repeated_single_valued_query_parameter_is_refused_naming_it(
     keys = await client.get("/v1/state?keys=inbox.unread&keys=drone.mode")
     assert keys.status_code == 200, keys.text  # keys takes several
     assert set(keys.json()["objects"]) == {"inbox", "drone"}
+
+
+JSON_BODIES = [
+    ("/v1/actions", b'{"action": "inbox.send", "args": {"message_id": "m1", "to": "ops"}}'),
+    ("/v1/verify", b'{"expression": "inbox.unread >= 0", "timeout_ms": 0}'),  # the hot path
+    ("/v1/sessions", b'{"node": "drone"}'),
+    ("/v1/state/reports", b'{"values": {"inbox.note": "hi"}}'),
+    ("/v1/workflows/competitor_deep_dive/runs", b'{"input": {"company": "Acme"}}'),
+]
+
+
+@pytest.mark.parametrize(("path", "body"), JSON_BODIES)
+@pytest.mark.parametrize(
+    ("content_type", "sent"),
+    [
+        ("application/x-www-form-urlencoded", "is sent as application/x-www-form-urlencoded"),
+        ("text/plain; charset=utf-8", "is sent as text/plain"),
+        (None, "has no Content-Type"),
+    ],
+)
+async def test_a_body_not_sent_as_json_is_a_415_naming_the_content_type(
+    client: httpx.AsyncClient,
+    served: Served,
+    *,
+    path: str,
+    body: bytes,
+    content_type: str | None,
+    sent: str,
+) -> None:
+    headers = {"content-type": content_type} if content_type else {}
+    refused = await client.post(path, content=body, headers=headers)  # raw bytes: no type
+    assert _problem(refused, 415, "")["detail"] == (
+        f"the request body {sent}; send it as JSON, with the header Content-Type: application/json"
+    )
+    assert served.host.ledger.tree_head().size == 0  # nothing fired, verified or reported
+
+
+@pytest.mark.parametrize(("path", "body"), JSON_BODIES)
+async def test_every_json_route_reads_a_body_alike(
+    client: httpx.AsyncClient, path: str, body: bytes
+) -> None:
+    for content_type in ("application/json; charset=utf-8", "application/merge-patch+json"):
+        answer = await client.post(path, content=body, headers={"content-type": content_type})
+        assert answer.status_code == 200, answer.text
+    # A UTF-8 byte order mark is ignored (RFC 8259 §8.1 lets a reader), on every route.
+    bom = await client.post(
+        path, content=b"\xef\xbb\xbf" + body, headers={"content-type": "application/json"}
+    )
+    assert bom.status_code == 200, bom.text
+    # Another encoding than UTF-8 is not JSON text here, on every route.
+    utf16 = await client.post(
+        path, content=body.decode().encode("utf-16"), headers={"content-type": "application/json"}
+    )
+    ((error),) = _errors(utf16)
+    assert (error["type"], error["field"].split(".")[0]) == ("json_invalid", "body")
+
+
+@pytest.mark.parametrize("path", [path for path, _ in JSON_BODIES])
+async def test_a_key_given_twice_in_one_object_is_refused_naming_it(
+    client: httpx.AsyncClient, served: Served, path: str
+) -> None:
+    bodies = {
+        "/v1/actions": b'{"action": "inbox.send", "action": "inbox.mark-all-read"}',
+        "/v1/verify": b'{"expression": {"inbox.unread": {"eq": 3, "eq": 0}}, "timeout_ms": 0}',
+        "/v1/sessions": b'{"node": "drone", "node": "inbox"}',
+        "/v1/state/reports": b'{"values": {"inbox.unread": 1, "inbox.unread": 2}}',
+        "/v1/workflows/competitor_deep_dive/runs": b'{"input": {}, "input": {"company": "x"}}',
+    }
+    key = {"/v1/actions": "action", "/v1/verify": "eq", "/v1/sessions": "node"}.get(
+        path, "input" if path.startswith("/v1/workflows") else "inbox.unread"
+    )
+    refused = await client.post(
+        path, content=bodies[path], headers={"content-type": "application/json"}
+    )
+    assert _errors(refused) == [
+        {
+            "field": "body",
+            "message": f"the key {key!r} is given twice in one object; give each key once "
+            "(JSON readers differ on which of the two counts)",
+            "type": "json_duplicate_key",
+        }
+    ]
+    assert served.host.ledger.tree_head().size == 0
+
+
+async def test_the_hot_path_tells_a_colon_in_a_string_from_a_repeated_key(
+    client: httpx.AsyncClient,
+) -> None:
+    spelled = b'{"expression": "inbox.unread >= 0 ? true : false", "timeout_ms": 0}'
+    answer = await client.post(
+        "/v1/verify", content=spelled, headers={"content-type": "application/json"}
+    )
+    assert answer.status_code == 200, answer.text
+    escaped = b'{"expression": "true", "timeout_ms": 0, "timeout\\u005fms": 50}'
+    refused = await client.post(
+        "/v1/verify", content=escaped, headers={"content-type": "application/json"}
+    )
+    assert _errors(refused)[0]["message"].startswith("the key 'timeout_ms' is given twice")

@@ -24,6 +24,7 @@ _DESCRIPTIONS: Final[Mapping[int, str]] = {
     404: "No such session, transition, entry or action",
     409: "Refused: low confidence, single flight, or not available at the session's page",
     413: "The request body is larger than the daemon's --max-body-bytes",
+    415: "The request body is not sent as JSON (Content-Type: application/json)",
     422: "Verification failed: the contract did not hold within its timeout",
     503: "The ledger is unavailable; nothing was acknowledged",
 }
@@ -33,14 +34,16 @@ AUTH: Final = (401, 403)
 def errors(
     *statuses: int, models: Mapping[int, type[BaseModel]] | None = None
 ) -> dict[int | str, dict[str, Any]]:
-    """``responses=`` for a route: 400, 401, 403 and 503 always, plus ``statuses``.
+    """``responses=`` for a route: 400, 401, 403 and 503 always, plus ``statuses``, and 415
+    with 413: a route that takes a body refuses one not sent as JSON.
 
     A 400 or 404 may come from several causes (schema, expression, contract, unknown
     session, ...), so they are declared as the base ``Problem``: every problem is one.
     """
     models = models or {}
     declared: dict[int | str, dict[str, Any]] = {}
-    for status in sorted({400, *AUTH, 503, *statuses}):
+    body = (415,) if 413 in statuses else ()
+    for status in sorted({400, *AUTH, 503, *statuses, *body}):
         model = models.get(status, Problem)
         declared[status] = {"model": model, "description": _DESCRIPTIONS[status]}
     return declared

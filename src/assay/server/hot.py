@@ -20,6 +20,14 @@ from starlette.types import Receive, Scope, Send
 
 from assay.host.wire import VerifyRequest
 from assay.server.auth import authorize
+from assay.server.json_body import (
+    BYTE_ORDER_MARK,
+    JSON_MEDIA,
+    check_media_type,
+    count_keys,
+    duplicate_key,
+    duplicate_key_error,
+)
 from assay.server.problems import verify_problem
 from assay.server.query import reject_query
 from assay.server.tokens import Scope as TokenScope
@@ -28,6 +36,7 @@ from assay.verify.outcome import VerificationOutcome
 PATH: Final = "/v1/verify"
 
 _NO_QUERY: Final[frozenset[str]] = frozenset()
+_JSON_MEDIA: Final = JSON_MEDIA.encode()
 _OUTCOME_JSON: Final = VerificationOutcome.__pydantic_serializer__
 
 
@@ -35,9 +44,10 @@ async def serve_verify(scope: Scope, receive: Receive, send: Send) -> None:
     """Answer one ``POST /v1/verify`` (``scope["app"]`` is the daemon's app): 200 with the
     outcome when the contract held, 422 with the outcome when it did not.
 
-    Checks the token (read scope), rejects any query parameter, validates the body as a
-    ``VerifyRequest``; other errors are rendered by the app's exception handlers. Writes the
-    ASGI messages itself: this is the daemon's hot path.
+    Checks the token (read scope), rejects any query parameter, reads the body by the rules
+    of ``json_body`` and validates it as a ``VerifyRequest``; other errors are rendered by
+    the app's exception handlers. Writes the ASGI messages itself: this is the daemon's hot
+    path.
     """
     app = scope["app"]
     try:
@@ -51,12 +61,23 @@ async def serve_verify(scope: Scope, receive: Receive, send: Send) -> None:
             chunks.append(message.get("body", b""))
             if not message.get("more_body", False):
                 break
+        body = b"".join(chunks)
+        if body:
+            _check_media_type(scope)
+            if body.startswith(BYTE_ORDER_MARK):
+                body = body[len(BYTE_ORDER_MARK) :]
         try:
-            request = VerifyRequest.model_validate_json(b"".join(chunks))
+            request = VerifyRequest.model_validate_json(body)
         except ValidationError as error:
             raise RequestValidationError(
                 [{**item, "loc": ("body", *item["loc"])} for item in error.errors()]
             ) from None
+        keys = len(request.model_fields_set)
+        if type(request.expression) is dict:
+            keys += count_keys(request.expression)
+        repeated = duplicate_key(body, keys)
+        if repeated is not None:
+            raise duplicate_key_error(repeated)
         outcome = await app.state.host.verify(request)
     except Exception as error:
         response = await _render(Request(scope, receive), error)
@@ -85,6 +106,17 @@ class Answered(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await serve_verify(scope, receive, send)
+
+
+def _check_media_type(scope: Scope) -> None:
+    """415 unless the request says its body is JSON; read from the raw headers, as the
+    request's are not parsed here."""
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            if value != _JSON_MEDIA:
+                check_media_type(value.decode("latin-1"))
+            return
+    check_media_type(None)
 
 
 def _check(request: Request) -> None:

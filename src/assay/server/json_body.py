@@ -1,13 +1,20 @@
-"""Request bodies are JSON text: half a surrogate pair is refused where the body is parsed.
+"""Request bodies are JSON text in UTF-8, sent as ``application/json``, each key once per object.
 
-JSON may escape a string's characters as ``\\uXXXX``, and ``JSON.stringify`` writes a string
-broken between the two halves of a surrogate pair as ``"\\ud800"``. Python's ``json`` reads
-that into a ``str`` no UTF-8 text can hold: accepted into the state it would make every later
-answer that includes it fail to encode. The daemon's hot path parses with pydantic, which
-refuses it; ``JSONRoute`` refuses it on every other route, as FastAPI refuses text that is not
-JSON: 400, ``json_invalid``, at the position of the escape. A body nested too deeply for
-Python's parser is ``json_invalid`` too, saying so, where FastAPI would say only that the body
-could not be parsed.
+Every route with a body reads it by the same rules, the hot ``POST /v1/verify`` (``hot``) and
+the routes of ``JSONRoute`` alike:
+
+- a non-empty body needs ``Content-Type: application/json`` (or an ``application/*+json``
+  type): any other, or none, is a 415 naming the type sent, where FastAPI would have
+  validated the undecoded bytes and answered that the body is not an object;
+- a UTF-8 byte order mark at the start is ignored (RFC 8259 §8.1 lets a reader ignore one);
+  other bytes that are not UTF-8 are ``json_invalid`` at the first of them;
+- a key given twice in one object is ``json_duplicate_key``: readers differ on which of the
+  two counts, and last-wins would fire ``{"action": "a", "action": "b"}`` as ``b``;
+- half of a surrogate pair (``"\\ud800"``, which ``JSON.stringify`` writes for a string cut
+  between the halves) is ``json_invalid`` at the escape: Python's ``json`` would read it
+  into a ``str`` no UTF-8 answer can carry. The hot path parses with pydantic, which refuses
+  it itself;
+- a body nested too deeply for Python's parser is ``json_invalid``, saying so.
 """
 
 from __future__ import annotations
@@ -15,45 +22,162 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Coroutine
+from email.message import Message
 from typing import Any, Final
 
 from fastapi import Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException
 
 from assay.state.canonical import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
 
+BYTE_ORDER_MARK: Final = b"\xef\xbb\xbf"
+JSON_MEDIA: Final = "application/json"
 _TOO_DEEP: Final = (
     "it nests too deeply to read (JSON nested hundreds of levels deep); send a flatter body"
 )
-# An escaped surrogate (\uD800-\uDFFF), or one encoded as UTF-8 bytes, which json.loads
-# also reads: only a body holding one of these can hold half of a pair.
-_SURROGATE: Final = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+# An escaped surrogate (\uD800-\uDFFF): only a body holding one can hold half of a pair.
+_SURROGATE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def check_media_type(content_type: str | None) -> None:
+    """415 (an ``HTTPException``) unless ``content_type`` is JSON's."""
+    if content_type == JSON_MEDIA:
+        return
+    if content_type:
+        message = Message()
+        message["content-type"] = content_type
+        subtype = message.get_content_subtype()
+        if message.get_content_maintype() == "application" and (
+            subtype == "json" or subtype.endswith("+json")
+        ):
+            return
+        sent = f"is sent as {message.get_content_type()}"
+    else:
+        sent = "has no Content-Type"
+    raise HTTPException(
+        415,
+        f"the request body {sent}; send it as JSON, with the header Content-Type: {JSON_MEDIA}",
+    )
+
+
+def duplicate_key(body: bytes, keys: int) -> str | None:
+    """The first key ``body`` gives twice in one object, where parsing it kept ``keys`` keys
+    in all; ``None`` when no key repeats.
+
+    Each key is followed by a colon, so a body with no more colons than the keys kept cannot
+    repeat one: only a body with colons in its strings (or a repeated key) is read again.
+    """
+    if body.count(b":") <= keys:
+        return None
+    try:
+        json.loads(body, object_pairs_hook=_once)
+    except _RepeatedKeyError as repeated:
+        return repeated.key
+    except (ValueError, RecursionError):
+        return None  # not this function's to refuse: the caller's parser read it
+    return None
+
+
+def duplicate_key_error(key: str) -> RequestValidationError:
+    """The 400 for a body that gives ``key`` twice in one object."""
+    return RequestValidationError(
+        [
+            {
+                "loc": ("body",),
+                "msg": f"the key {key!r} is given twice in one object; give each key once "
+                "(JSON readers differ on which of the two counts)",
+                "type": "json_duplicate_key",
+            }
+        ]
+    )
+
+
+def count_keys(value: Any) -> int:
+    """How many keys the objects in ``value`` (parsed JSON) hold in all."""
+    if isinstance(value, dict):
+        return len(value) + sum(count_keys(item) for item in value.values())
+    if isinstance(value, list):
+        return sum(count_keys(item) for item in value)
+    return 0
+
+
+class _RepeatedKeyError(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``'s object hook: an object, unless it gives a key twice."""
+    value = dict(pairs)
+    if len(value) < len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKeyError(key)
+            seen.add(key)
+    return value
 
 
 class JSONRoute(APIRoute):
-    """An ``APIRoute`` whose JSON body may not hold half a surrogate pair."""
+    """An ``APIRoute`` whose body is read by this module's rules before FastAPI sees it."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handle = super().get_route_handler()
+        takes_body = self.body_field is not None
 
         async def handler(request: Request) -> Response:
-            return await handle(_JSONRequest(request.scope, request.receive))
+            request = _JSONRequest(request.scope, request.receive)
+            if takes_body:
+                body = await request.body()
+                if body:
+                    check_media_type(request.headers.get("content-type"))
+                    request.read_json(body)
+            return await handle(request)
 
         return handler
 
 
 class _JSONRequest(Request):
+    """A request whose JSON body ``read_json`` parsed, for FastAPI's ``json()`` to return."""
+
+    def read_json(self, body: bytes) -> None:
+        """Parse ``body`` by this module's rules; a ``RequestValidationError`` when it breaks
+        one, shaped as FastAPI's for text that is not JSON."""
+        try:
+            text = body.decode("utf-8-sig")
+        except UnicodeDecodeError as error:
+            raise _invalid(f"the body is not UTF-8 text ({error.reason})", error.start) from None
+        try:
+            value = json.loads(text, object_pairs_hook=_once)
+        except json.JSONDecodeError as error:
+            raise _invalid(error.msg, error.pos) from None
+        except RecursionError:
+            raise _invalid(_TOO_DEEP, 0) from None
+        except _RepeatedKeyError as repeated:
+            raise duplicate_key_error(repeated.key) from None
+        sign = _SURROGATE.search(body)
+        if sign is not None and holds_half_surrogate_pair(value):
+            raise _invalid(HALF_SURROGATE_PAIR, sign.start())
+        self._json = value
+
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            body = await self.body()
-            try:
-                value = json.loads(body)
-            except RecursionError:
-                raise json.JSONDecodeError(_TOO_DEEP, body.decode("latin-1"), 0) from None
-            sign = _SURROGATE.search(body)
-            if sign is not None and holds_half_surrogate_pair(value):
-                raise json.JSONDecodeError(
-                    HALF_SURROGATE_PAIR, body.decode("latin-1"), sign.start()
-                )
-            self._json = value
+            self.read_json(await self.body())
         return self._json
+
+
+def _invalid(reason: str, position: int) -> RequestValidationError:
+    """FastAPI's error for a body that is not JSON text, breaking at ``position``."""
+    return RequestValidationError(
+        [
+            {
+                "type": "json_invalid",
+                "loc": ("body", position),
+                "msg": "JSON decode error",
+                "input": {},
+                "ctx": {"error": reason},
+            }
+        ]
+    )

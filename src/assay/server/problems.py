@@ -233,6 +233,7 @@ _HTTP_TITLES: Final[Mapping[int, str]] = {
     404: "Not found",
     405: "Method not allowed",
     413: "Request too large",
+    415: "Unsupported media type",
 }
 
 
