@@ -121,6 +121,20 @@ async def test_bad_arguments_are_tool_errors_that_say_what_to_fix(
         "fire: the arguments do not match its input schema (see tools/list): wait_ms: Input "
         "should be less than or equal to 55000"
     )
+    # A boolean is not a number of milliseconds (it waited 1 ms), as over HTTP.
+    for tool, arguments in (
+        ("fire", {"action": "panel.arm", "wait_ms": True}),
+        ("did_it_work", {"transition_id": "panel.arm#1", "wait_ms": True}),
+        ("verify", {"expression": "true", "timeout_ms": True}),
+        ("verify", {"expression": "true", "settle_ms": False}),
+    ):
+        refused = await client.call_tool(tool, arguments)
+        assert refused.is_error is True
+        name = next(key for key in arguments if key.endswith("_ms"))
+        assert _text(refused) == (
+            f"{tool}: the arguments do not match its input schema (see tools/list): {name}: "
+            "Input should be a valid integer"
+        )
     wrong = await client.call_tool("get_state", {"keys": "system.armed"})
     assert _text(wrong) == (
         "get_state: the arguments do not match its input schema (see tools/list): keys: Input "
@@ -189,6 +203,15 @@ async def test_expressions_that_read_as_json_arrive_as_sent(panel: tuple[Host, C
     assert fired.is_error is False, fired.content
     (fire,) = host.ledger.query(kind="fire")
     assert fire.body["contract"] == '({"system.armed":{"eq":true}}) && ([0])'
+    # An optional expression sent as null (or "null", which the SDK reads as JSON) is none
+    # at all, as docs/mcp.md says; it crashed the tool ("Error executing tool fire").
+    for absent in (None, "null"):
+        fired = await client.call_tool(
+            "fire", {"action": "panel.arm", "wait_ms": 0, "verify_expression": absent}
+        )
+        assert fired.is_error is False, fired.content
+    contracts = [entry.body["contract"] for entry in host.ledger.query(kind="fire")]
+    assert contracts[1:] == ['{"system.armed":{"eq":true}}'] * 2
 
 
 async def test_progress_is_notified_while_a_fire_waits(panel: tuple[Host, Client]) -> None:

@@ -977,6 +977,13 @@ def test_a_session_holds_its_latest_settled_transitions_and_every_pending_one() 
             s.did_it_work("workspace.refresh#1")
         with pytest.raises(NotFoundError) as never:
             s.did_it_work("workspace.refresh#5")
+        # Ids it never minted are not "let go": a leading zero, other digits, 5,000 digits
+        # (which int() refused with a ValueError).
+        for number in ("01", "\u0661", "9" * 5000):
+            unminted = f"workspace.refresh#{number}"
+            assert not s.let_go(unminted)
+            with pytest.raises(NotFoundError, match="has no transition"):
+                s.did_it_work(unminted)
         return (
             blind.transition_id,
             refreshed,

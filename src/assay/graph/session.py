@@ -597,7 +597,11 @@ class Session:
         if transition_id in self.transitions:
             return False
         action, _, number = str(transition_id).rpartition("#")
-        return number.isdecimal() and 0 < int(number) <= self.counters.get(action, 0)
+        fired = self.counters.get(action, 0)
+        # Only the id as minted: ASCII digits, no leading zero, no longer than the count.
+        if not (number.isascii() and number.isdigit()) or number.startswith("0"):
+            return False
+        return len(number) <= len(str(fired)) and int(number) <= fired
 
     @property
     def fired(self) -> int:

@@ -21,6 +21,8 @@ from assay.verify.outcome import VerificationOutcome
 
 MAX_WAIT_MS = 55_000
 """The longest wait a port accepts: under the 60 s request timeout common in clients."""
+MAX_EXTRA_EXPRESSION = 10_000
+"""The longest ``verify_expression`` a fire may carry, in characters."""
 
 
 def _not_empty(what: str, instead: str) -> Callable[[object], object]:
@@ -62,7 +64,7 @@ class ActionRequest(_Input):
     source: str = Field(default="agent", max_length=200, description="who fired it")
     verify_expression: str | None = Field(
         default=None,
-        max_length=10_000,
+        max_length=MAX_EXTRA_EXPRESSION,
         description="an extra contract checked in addition to the declared one",
     )
     verify_timeout_ms: int | None = Field(default=None, ge=0, le=600_000)

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, Strict
 
 from assay.errors import (
     ContractError,
@@ -25,6 +25,7 @@ from assay.errors import (
 )
 from assay.host import Host
 from assay.host.wire import (
+    MAX_EXTRA_EXPRESSION,
     ActionList,
     ActionRequest,
     ActionResponse,
@@ -40,6 +41,10 @@ DEFAULT_WAIT_MS = 10_000
 
 _FIRE = ActionRequest.model_fields
 _VERIFY = VerifyRequest.model_fields
+_EXTRA = _FIRE["verify_expression"]
+# The bound goes on the string: on the whole ``str | None`` pydantic applies it to None too,
+# and a null (or "null", which the SDK reads as JSON) then crashed the tool.
+_EXTRA_TEXT = Annotated[str, Field(max_length=MAX_EXTRA_EXPRESSION)]
 
 ARGUMENT_REFUSALS = frozenset({"unknown_action", "not_available_here", "bad_arguments"})
 """Refusals that are the caller's mistake, answered as tool errors saying what to fix.
@@ -83,9 +88,11 @@ class AssayTools:
         self,
         action: Annotated[str, _FIRE["action"]],
         args: Annotated[dict[str, Any], _FIRE["args"]],
-        wait_ms: Annotated[int, _FIRE["wait_ms"]] = DEFAULT_WAIT_MS,
+        wait_ms: Annotated[int, Strict(), _FIRE["wait_ms"]] = DEFAULT_WAIT_MS,
         verify_expression: Annotated[
-            str | None, BeforeValidator(_sent_text), _FIRE["verify_expression"]
+            _EXTRA_TEXT | None,
+            BeforeValidator(_sent_text),
+            Field(description=_EXTRA.description),
         ] = None,
         *,
         ctx: Context,
@@ -128,7 +135,7 @@ class AssayTools:
         transition_id: Annotated[
             str, Field(description="what fire answered, page.action#N", min_length=1)
         ],
-        wait_ms: Annotated[int, _FIRE["wait_ms"]] = 0,
+        wait_ms: Annotated[int, Strict(), _FIRE["wait_ms"]] = 0,
         *,
         ctx: Context,
     ) -> Annotated[CallToolResult, TransitionAnswer]:
@@ -168,8 +175,8 @@ class AssayTools:
         expression: Annotated[
             str | dict[str, Any], BeforeValidator(_sent_expression), _VERIFY["expression"]
         ],
-        timeout_ms: Annotated[int, _VERIFY["timeout_ms"]] = 5000,
-        settle_ms: Annotated[int, _VERIFY["settle_ms"]] = 0,
+        timeout_ms: Annotated[int, Strict(), _VERIFY["timeout_ms"]] = 5000,
+        settle_ms: Annotated[int, Strict(), _VERIFY["settle_ms"]] = 0,
     ) -> Annotated[CallToolResult, VerificationOutcome]:
         """Check a contract against the live state, now and as it changes, until it holds or
         timeout_ms passes: a JavaScript-style expression (inbox.unread === 0) or a
