@@ -247,6 +247,34 @@ def test_a_contract_failure_names_the_failing_condition() -> None:
     )
 
 
+def test_a_condition_comparing_values_of_different_types_says_so() -> None:
+    # The reason was kept in the condition's evidence, but the narrative blamed the action.
+    async def script(store: StateStore, clock: VirtualClock) -> None:
+        await clock.advance(0.2)
+        store.report({"other": 1})
+
+    unchanged = run_verification(compile_contract({"a": {"gte": "1"}}), {"a": 1}, nothing)
+    assert unchanged.narrative == (
+        "a remained 1 after 1 poll cycle (5000ms); nothing observable changed. It cannot "
+        "hold while the types differ: a is a number, gte needs a string."
+    )
+    elsewhere = run_verification(compile_contract({"a": {"gt": 1}}), {"a": "2"}, script)
+    assert elsewhere.narrative == (
+        'a remained "2" after 1 poll cycle (5000ms), while other changed. It cannot hold '
+        "while the types differ: a is a string, gt needs a number."
+    )
+    redacted = run_verification(
+        compile_contract({"a": {"gt": 1}}, redaction=Redaction(["a"])),
+        {"a": "secret"},
+        nothing,
+        redaction=Redaction(["a"]),
+    )
+    assert "secret" not in redacted.narrative
+    assert redacted.narrative.endswith(
+        "It cannot hold while the types differ: a is a string, gt needs a number."
+    )
+
+
 def test_a_redacted_key_never_shows_its_value() -> None:
     async def script(store: StateStore, clock: VirtualClock) -> None:
         await clock.advance(0.3)

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from assay.expr.filter_operators import json_equal
 from assay.expr.path import MISSING, PathRead, parse_path, read_path
-from assay.expr.predicate import Check
+from assay.expr.predicate import Check, ConditionEvidence
 from assay.redaction import REDACTED, Redaction
 from assay.state.snapshot import FieldChange
 
@@ -67,19 +67,31 @@ def narrate(observation: Observation) -> str:
         )
     clauses = " and ".join(read.describe() for read in reads)
     failing = _failing_conditions(observation)
-    action = observation.after_action
+    # A condition comparing values of different types fails for that alone: say so rather
+    # than blame the action.
+    mismatched = "; ".join(
+        c.reason for c in observation.check.conditions if c.reason and _mismatch(c)
+    )
+    action = observation.after_action and not mismatched
+    why = f" It cannot hold while the types differ: {mismatched}." if mismatched else ""
     if not observation.changed:
         blame = " The action may have failed silently." if action else ""
-        return f"{clauses} {timing}; nothing observable changed.{blame}"
+        return f"{clauses} {timing}; nothing observable changed.{blame}{why}"
     read_changed = any(read.changed for read in reads)
     others = _other_changes(observation)
     if not read_changed:
         blame = " The action may have changed something other than what was checked."
-        return f"{clauses} {timing}, while {others} changed.{blame if action else ''}"
+        return f"{clauses} {timing}, while {others} changed.{blame if action else ''}{why}"
     text = f"{clauses} {timing}, but the {observation.subject.lower()} still evaluated to false"
     if failing:
         text += f" ({failing})"
-    return text + "."
+    return text + "." + why
+
+
+def _mismatch(condition: ConditionEvidence) -> bool:
+    """Whether a failed condition failed on the type of a value it found (its reason says
+    which types), rather than on the value or a missing path."""
+    return not condition.result and (condition.redacted or condition.actual_summary is not None)
 
 
 def _timing(observation: Observation) -> str:
