@@ -130,6 +130,11 @@ async def test_concurrent_retries_with_one_idempotency_key_fire_once(
     other = ActionRequest(action="workspace.open-billing", args={"tab": "x"})
     with pytest.raises(IdempotencyKeyReusedError, match="first used for a different request"):
         await host.fire(other, idempotency_key="k-1", scope="agent")
+    # The default session by any name is the same request, here as over HTTP.
+    for named in ("default", host.default_session):
+        retry = ActionRequest(action="workspace.open-billing", session=named, wait_ms=1000)
+        again = await host.fire(retry, idempotency_key="k-1", scope="agent")
+        assert again.transition_id == "workspace.open-billing#1"
     # The same key in another scope (another token) is another request.
     await host.fire(request, idempotency_key="k-1", scope="someone-else")
     assert len(calls) == 2

@@ -343,8 +343,14 @@ class Host:
     ) -> ActionResponse:
         """Fire, wait up to ``request.wait_ms`` for settlement, answer once it is durable.
 
-        With ``idempotency_key``, a retry returns the first answer and never fires again.
+        With ``idempotency_key``, a retry returns the first answer and never fires again;
+        it may name the default session by any of its names (or leave it out).
         """
+        if request.session is not None and request.session in (
+            DEFAULT_SESSION,
+            self.default_session,
+        ):
+            request = request.model_copy(update={"session": None})
         if idempotency_key is None:
             return await self._fire(request, progress)
         return await self.idempotency.run(

@@ -15,7 +15,7 @@ from pydantic import BeforeValidator
 from pydantic_core import PydanticCustomError
 
 from assay.errors import RequestError
-from assay.host import DEFAULT_SESSION, Host
+from assay.host import Host
 from assay.host.idempotency import MAX_KEY_LENGTH, check_key
 from assay.host.wire import (
     EMPTY_SESSION,
@@ -67,9 +67,6 @@ async def fire(
     ] = None,
 ) -> Response:
     """Fire ``body.action`` in ``body.session``; the answer is durable in the ledger first."""
-    if body.session is not None and body.session in (DEFAULT_SESSION, host.default_session):
-        # Every name of the default session is one request, for idempotency keys too.
-        body = body.model_copy(update={"session": None})
     answer = await host.fire(body, idempotency_key=idempotency_key, scope=who.name)
     return action_problem(request, answer) or _json(answer)
 
