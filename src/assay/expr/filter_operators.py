@@ -127,9 +127,13 @@ def check_operator_names(key: str, value: Mapping[Any, Any]) -> None:
     )
 
 
-def json_value(value: Any, key: str, op: str) -> Any:
+MAX_OPERAND_DEPTH: Final = 256
+"""How deeply an operand may nest: as deeply as a stored state value may."""
+
+
+def json_value(value: Any, key: str, op: str, depth: int = 0) -> Any:
     """``value`` as plain JSON (tuples become lists); ``ContractError`` naming ``key`` if it
-    is not JSON."""
+    is not JSON or nests deeper than ``MAX_OPERAND_DEPTH``."""
     if value is None or isinstance(value, bool | str):
         return value
     if isinstance(value, int | float):
@@ -138,8 +142,14 @@ def json_value(value: Any, key: str, op: str) -> Any:
                 f"contract key {key!r} ({op}): {value!r} is not a JSON number", key=key
             )
         return value
+    if depth > MAX_OPERAND_DEPTH and isinstance(value, list | tuple | Mapping):
+        raise ContractError(
+            f"contract key {key!r}{f' ({op})' if op else ''}: the operand nests deeper than "
+            f"{MAX_OPERAND_DEPTH} levels; flatten it, or compare a part of it",
+            key=key,
+        )
     if isinstance(value, list | tuple):
-        return [json_value(item, key, op) for item in value]
+        return [json_value(item, key, op, depth + 1) for item in value]
     if isinstance(value, Mapping):
         copy: dict[str, Any] = {}
         for name, item in value.items():
@@ -148,7 +158,7 @@ def json_value(value: Any, key: str, op: str) -> Any:
                     f"contract key {key!r} ({op}): object keys must be strings, got {name!r}",
                     key=key,
                 )
-            copy[name] = json_value(item, key, op)
+            copy[name] = json_value(item, key, op, depth + 1)
         return copy
     raise ContractError(
         f"contract key {key!r} ({op}): operand {value!r} is not a JSON value", key=key
