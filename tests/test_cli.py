@@ -95,7 +95,7 @@ def test_verify_reads_state_from_stdin() -> None:
 
 def test_verify_answers_a_state_from_stdin_at_once() -> None:
     # Read once, it cannot change; the answer waited out the whole timeout all the same.
-    result = run("verify", "a === 2", "--state", "-", "--timeout-ms", "60000", stdin='{"a": 1}')
+    result = run("verify", "a === 2", "--state", "-", "--timeout-ms", "55000", stdin='{"a": 1}')
     assert result.returncode == 1
     outcome = json.loads(result.stdout)
     assert (outcome["poll_cycles"], outcome["elapsed_ms"]) == (1, 0)
@@ -226,10 +226,6 @@ def test_a_probe_the_flags_set_wrongly_is_named_by_its_flag() -> None:
             ("--probe", "notaurl"),
             "--probe 'notaurl' is not a URL assay can read; give an http:// or https:// URL of a "
             "JSON endpoint",
-        ),
-        (
-            ("--probe", "http://127.0.0.1:9/state", "--interval-ms", "0"),
-            "--interval-ms must be 1 or more for --probe, not 0",
         ),
         (
             ("--probe", "http://127.0.0.1:9/state", "--pointer", "inbox"),

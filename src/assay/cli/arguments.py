@@ -27,8 +27,13 @@ def refuse_undecodable(arguments: Sequence[str]) -> str | None:
     return None
 
 
-def whole_number(unit: str, *, at_least: int = 0) -> Callable[[str], int]:
-    """An argparse ``type`` for a whole number of ``unit`` no smaller than ``at_least``."""
+def whole_number(
+    unit: str, *, at_least: int = 0, at_most: Callable[[], tuple[int, str]] | None = None
+) -> Callable[[str], int]:
+    """An argparse ``type`` for a whole number of ``unit`` no smaller than ``at_least`` and,
+    given ``at_most``, no larger than the bound it answers with the reason for it (asked
+    only when a value is parsed, so a bound held by a module that is slow to load costs the
+    parser nothing)."""
 
     def parse(text: str) -> int:
         try:
@@ -37,6 +42,12 @@ def whole_number(unit: str, *, at_least: int = 0) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(
                 f"expected a whole number of {unit}, got {text!r}"
             ) from None
+        if at_most is not None:
+            ceiling, why = at_most()
+            if not at_least <= value <= ceiling:
+                raise argparse.ArgumentTypeError(
+                    f"expected {at_least} to {ceiling} {unit} ({why}), got {value}"
+                )
         if value < at_least:
             floor = "zero" if at_least == 0 else str(at_least)
             raise argparse.ArgumentTypeError(f"expected {floor} or more {unit}, got {value}")

@@ -13,9 +13,10 @@ import asyncio
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from assay.cli.arguments import whole_number
+from assay.cli.ledger_location import sqlite_path_problem
 from assay.defaults import DEFAULT_POLL_INTERVAL_MS, DEFAULT_TIMEOUT_MS, HTTP_READ_TIMEOUT
 from assay.errors import AssayError, ContractError, ExpressionSyntaxError, ProbeConfigError
 
@@ -24,6 +25,18 @@ if TYPE_CHECKING:
     from assay.state.store import StateStore
     from assay.verify.loop import VerifyOptions
     from assay.verify.outcome import VerificationOutcome
+
+
+MIN_INTERVAL_MS: Final = 10
+"""The shortest --interval-ms: re-reading more often only spins the processor."""
+
+
+def _longest_wait() -> tuple[int, str]:
+    """The longest --timeout-ms, --settle-ms and --interval-ms: the longest wait the HTTP and
+    MCP ports accept, so a wait that works here works there too."""
+    from assay.host.wire import MAX_WAIT_MS
+
+    return MAX_WAIT_MS, "the longest wait the HTTP port accepts"
 
 
 def register(commands: Any) -> None:
@@ -70,21 +83,24 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--timeout-ms",
-        type=whole_number("milliseconds"),
+        type=whole_number("milliseconds", at_most=_longest_wait),
         default=DEFAULT_TIMEOUT_MS,
-        help=f"how long to wait for the expression to hold (default {DEFAULT_TIMEOUT_MS})",
+        help="how long to wait for the expression to hold, from 0 to the longest wait the "
+        f"HTTP port accepts (default {DEFAULT_TIMEOUT_MS})",
     )
     parser.add_argument(
         "--interval-ms",
-        type=whole_number("milliseconds"),
+        type=whole_number("milliseconds", at_least=MIN_INTERVAL_MS, at_most=_longest_wait),
         default=DEFAULT_POLL_INTERVAL_MS,
-        help=f"how often to re-read the file or endpoint (default {DEFAULT_POLL_INTERVAL_MS})",
+        help=f"how often to re-read the file or endpoint, from {MIN_INTERVAL_MS} to the "
+        f"longest wait the HTTP port accepts (default {DEFAULT_POLL_INTERVAL_MS})",
     )
     parser.add_argument(
         "--settle-ms",
-        type=whole_number("milliseconds"),
+        type=whole_number("milliseconds", at_most=_longest_wait),
         default=0,
-        help="wait before the first evaluation",
+        help="wait before the first evaluation, from 0 to the longest wait the HTTP port "
+        "accepts (default 0)",
     )
     parser.add_argument(
         "--ledger",
@@ -117,6 +133,13 @@ def load_state(path: str) -> dict[str, Any] | str:
         state = json.loads(text)
     except json.JSONDecodeError as error:
         return f"{named} is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
+    except RecursionError:
+        from assay.state import MAX_DEPTH
+
+        return (
+            f"{named} nests deeper than {MAX_DEPTH} levels (too deeply to read); flatten the "
+            "value or store less of it"
+        )
     if not isinstance(state, dict):
         kind = "an array" if isinstance(state, list) else _json_type(state)
         return f"{named} must hold a JSON object (the objects map), not {kind}"
@@ -166,14 +189,37 @@ def compile_predicate(text: str) -> Predicate:
     if not text.lstrip().startswith("{"):
         return compile_expression(text)
     try:
-        contract = json.loads(text)
+        contract = json.loads(text, object_pairs_hook=_without_duplicates)
     except json.JSONDecodeError as error:
         raise ContractError(
             f"EXPR starts with '{{', so it is read as a declarative contract, but it is not "
             f"valid JSON: {error.msg} at column {error.colno}; write it as a JSON object such "
             """as '{"inbox.sent_count": {"gte": 15}}', or write an expression"""
         ) from None
+    except RecursionError:
+        from assay.expr.filter_operators import MAX_OPERAND_DEPTH
+
+        raise ContractError(
+            f"the contract nests deeper than {MAX_OPERAND_DEPTH} levels (too deeply to read); "
+            "flatten its operands, or compare a part of the value"
+        ) from None
     return compile_contract(contract)
+
+
+def _without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's members as a dict; ``ContractError`` naming a key given twice, of
+    which JSON parsers silently keep one (the contract checked would not be the one given)."""
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ContractError(
+                f"the contract gives the key {key!r} twice in one object; give each key once "
+                "(to test one key two ways, put both operators in its object, e.g. "
+                """'{"n": {"gte": 1, "lte": 9}}')""",
+                key=key,
+            )
+        seen[key] = value
+    return seen
 
 
 async def _verify_file(
@@ -219,6 +265,24 @@ async def _verify_probe(args: argparse.Namespace, options: VerifyOptions) -> Ver
         await substrate.stop()
 
 
+def _probe_url_problem(url: str) -> str | None:
+    """What is wrong with ``--probe URL`` that no request would get past, if anything."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError as error:
+        return f"--probe {url!r} cannot be read as a URL ({error}); give an http:// or https:// URL"
+    if parts.scheme.lower() not in ("http", "https"):
+        return None  # the probe names the schemes it reads
+    if not parts.hostname:
+        return (
+            f"--probe {url!r} names no host; give the endpoint's whole URL, such as "
+            "http://localhost:8000/state"
+        )
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     from assay.ledger import open_ledger
     from assay.verify.loop import VerifyOptions
@@ -237,6 +301,14 @@ def run(args: argparse.Namespace) -> int:
     ):
         if given is not None and args.probe is None:
             return _fail(f"{flag} is about reading an endpoint, so it goes with --probe")
+    if args.probe is not None:
+        problem = _probe_url_problem(args.probe)
+        if problem is not None:
+            return _fail(problem)
+    if args.ledger is not None:
+        problem = sqlite_path_problem(args.ledger)
+        if problem is not None:
+            return _fail(f"--ledger {args.ledger}: {problem}")
     if args.state is not None:
         state = load_state(args.state)
         if isinstance(state, str):
@@ -253,8 +325,6 @@ def run(args: argparse.Namespace) -> int:
         else:
             outcome = asyncio.run(_verify_probe(args, options))
     except ProbeConfigError as error:  # worded for the library: say it in the flags' terms
-        if error.parameter == "interval":
-            return _fail(f"--interval-ms must be 1 or more for --probe, not {args.interval_ms}")
         if error.parameter == "url":
             return _fail(
                 f"--probe {args.probe!r} is not a URL assay can read; give an http:// or "
