@@ -1,5 +1,10 @@
 """``assay ledger verify | export | query | show | tail | prove``: read and check the Evidence
-Ledger."""
+Ledger.
+
+Exit 1 when the ledger fails its checks: ``verify`` finds a problem, or an entry another
+command reads cannot be read as the entry at its place (not JSON, not an entry's fields and
+types, its seq not its place). Exit 2 on a usage error, or a ledger that cannot be opened.
+"""
 
 from __future__ import annotations
 
@@ -16,9 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.cli.arguments import whole_number
+from assay.cli.ledger_location import memory_refusal, sqlite_path_problem
 from assay.cli.progress import TerminalProgress
 from assay.defaults import DEFAULT_LEDGER_URL as DEFAULT_URL
-from assay.errors import AssayError, ProofError
+from assay.errors import AssayError, LedgerError, LedgerIntegrityError, ProofError
 
 if TYPE_CHECKING:  # the ledger (and cryptography) load only when a command runs
     from assay.ledger import Ledger
@@ -42,8 +48,9 @@ def register(commands: Any) -> None:
     parser = commands.add_parser(
         "ledger",
         help="verify, export, query, show, follow and prove the Evidence Ledger",
-        description="Read and check the Evidence Ledger. Exit 0 on success, 1 when "
-        "verification finds a problem (naming the first bad entry), 2 on a usage error.",
+        description="Read and check the Evidence Ledger. Exit 0 on success, 1 when the "
+        "ledger fails its checks (verify finds a problem, or an entry read cannot be read; "
+        "the first bad entry named), 2 on a usage error.",
     )
     actions = parser.add_subparsers(dest="ledger_command", metavar="ACTION", required=True)
     verify = actions.add_parser("verify", help="re-check the chain, the tree and checkpoints")
@@ -129,10 +136,19 @@ def register(commands: Any) -> None:
 
 
 def _open(args: argparse.Namespace) -> Ledger:
-    """The ledger ``--ledger`` names, which must exist: these commands never create one."""
+    """The ledger ``--ledger`` names, which must exist: these commands never create one, and
+    a memory ledger, empty outside the process that wrote it, is refused."""
     from assay.ledger import open_ledger
+    from assay.ledger.memory import MemoryBackend
 
-    return open_ledger(args.ledger, create=False)
+    problem = sqlite_path_problem(args.ledger)
+    if problem is not None:
+        raise LedgerError(f"there is no ledger at {args.ledger}: {problem}", url=args.ledger)
+    ledger = open_ledger(args.ledger, create=False)
+    if isinstance(ledger.backend, MemoryBackend):
+        ledger.close()
+        raise LedgerError(memory_refusal(f"assay ledger {args.ledger_command}"), url="memory:")
+    return ledger
 
 
 def _fail(message: str) -> int:
@@ -140,8 +156,33 @@ def _fail(message: str) -> int:
     return 2
 
 
+def _failed(error: AssayError, args: argparse.Namespace) -> int:
+    """Exit 1 for a ledger that fails its checks, naming the entry and the command that finds
+    everything wrong; exit 2 for any other error."""
+    if not isinstance(error, LedgerIntegrityError):
+        return _fail(str(error))
+    subject = "an entry" if error.seq is None else f"entry {error.seq}"
+    reason = "it is missing" if error.reason == "missing" else error.reason
+    said = reason if reason.startswith(f"{subject} ") else f"{subject}: {reason}"
+    from assay.ledger.backend import hide_password
+
+    command = f"assay ledger verify --ledger {shlex.quote(hide_password(args.ledger))}"
+    print(
+        f"assay ledger {args.ledger_command}: FAILED: {said}; the ledger fails its "
+        f"checks (`{command}` finds everything that is wrong)",
+        file=sys.stderr,
+    )
+    return 1
+
+
 def _count(number: int, one: str, many: str | None = None) -> str:
     return f"{number} {one if number == 1 else many or f'{one}s'}"
+
+
+def _too_deep(seq: int | None) -> LedgerIntegrityError:
+    from assay.ledger.verification import TOO_DEEP
+
+    return LedgerIntegrityError(TOO_DEEP, seq=seq, reason=TOO_DEEP, field="entry")
 
 
 def _entry_json(entry: Entry) -> str:
@@ -190,6 +231,14 @@ def run_verify(args: argparse.Namespace) -> int:
         return _fail(f"cannot read {args.export!r}: {error.strerror}")
     except AssayError as error:
         return _fail(str(error))
+    if report.problem is None and report.size == 0 and trusted is None:
+        # Every prefix of a ledger verifies, the empty one too: say there was nothing to check.
+        print(
+            f"OK {report.source}: no entries to check: it holds no entries, so nothing was "
+            f"verified (head 0:{report.root}); {_count(report.checkpoints, 'checkpoint')} "
+            "checked; give --trusted-head SIZE:ROOT to require the entries a head covers"
+        )
+        return 0
     if report.problem is not None:
         print(f"FAILED {report.source}: {report.problem}")
         print(f"  {report.size} entries verified before it")
@@ -213,13 +262,25 @@ def run_export(args: argparse.Namespace) -> int:
             from assay.ledger import export_jsonl
 
             count = export_jsonl(ledger.backend, sys.stdout, progress=progress)
+    except LedgerIntegrityError as error:
+        sys.stdout.flush()
+        code = _failed(error, args)
+        if error.seq is not None:
+            print(
+                f"assay ledger export: the output is incomplete: it holds only the "
+                f"{_count(error.seq - 1, 'entry', 'entries')} before entry {error.seq}",
+                file=sys.stderr,
+            )
+        return code
     except AssayError as error:
-        return _fail(str(error))
-    print(f"exported {count} entries", file=sys.stderr)
+        return _failed(error, args)
+    print(f"exported {_count(count, 'entry', 'entries')}", file=sys.stderr)
     return 0
 
 
 def run_query(args: argparse.Namespace) -> int:
+    from assay.ledger.verification import checked_entry
+
     try:
         with _open(args) as ledger:
             found = ledger.query(
@@ -232,11 +293,15 @@ def run_query(args: argparse.Namespace) -> int:
                 after=args.after,
                 limit=args.limit,
             )
+            for entry in found:
+                checked_entry(entry, None)
+    except RecursionError:
+        return _failed(_too_deep(None), args)
     except AssayError as error:
         flag = getattr(error, "field", None)
-        if flag in ("since", "until", "kind"):  # name the flag given, as the CLI spells it
-            return _fail(f"--{flag}: {error}")
-        return _fail(str(error))
+        if flag in ("since", "until", "kind") and not isinstance(error, LedgerIntegrityError):
+            return _fail(f"--{flag}: {error}")  # name the flag given, as the CLI spells it
+        return _failed(error, args)
     for entry in found:
         print(_entry_json(entry))
     print(_count(len(found), "entry", "entries"), file=sys.stderr)
@@ -244,12 +309,14 @@ def run_query(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
+    from assay.ledger.verification import read_entries
+
     try:
         with _open(args) as ledger:
-            entry = ledger.entry(args.seq)
+            entry = next(read_entries(ledger.backend, args.seq, args.seq + 1), None)
             size, url = ledger.backend.size(), ledger.url
     except AssayError as error:
-        return _fail(str(error))
+        return _failed(error, args)
     if entry is None:
         held = f"entries 1 to {size}" if size > 1 else "entry 1" if size else "no entries"
         return _fail(f"there is no entry {args.seq}; the ledger {url} holds {held}")
@@ -261,17 +328,24 @@ def run_tail(args: argparse.Namespace) -> int:
     try:
         with _open(args) as ledger:
             size = ledger.backend.size()
-            start = max(1, size - args.n + 1)
-            for entry in ledger.iterate(start):
-                print(_entry_json(entry), flush=True)
-                start = entry.seq + 1
+            start = _print_from(ledger, max(1, size - args.n + 1))
             if args.follow:
                 asyncio.run(_follow(ledger, start, args.interval_ms / 1000))
     except AssayError as error:
-        return _fail(str(error))
+        return _failed(error, args)
     except KeyboardInterrupt:
         return 0
     return 0
+
+
+def _print_from(ledger: Ledger, start: int) -> int:
+    """Print every entry from ``start`` on; the seq after the last one printed."""
+    from assay.ledger.verification import read_entries
+
+    for entry in read_entries(ledger.backend, start):
+        print(_entry_json(entry), flush=True)
+        start += 1
+    return start
 
 
 async def _follow(ledger: Ledger, start: int, interval: float) -> None:
@@ -279,17 +353,20 @@ async def _follow(ledger: Ledger, start: int, interval: float) -> None:
 
     while True:
         await SYSTEM_CLOCK.sleep(interval)
-        for entry in ledger.iterate(start):
-            print(_entry_json(entry), flush=True)
-            start = entry.seq + 1
+        start = _print_from(ledger, start)
 
 
 def run_prove(args: argparse.Namespace) -> int:
+    from assay.ledger.verification import read_entries
+
     try:
         with _open(args) as ledger:
+            # A proof that an entry nobody can read is included would vouch for nothing.
+            for _entry in read_entries(ledger.backend, args.seq, args.seq + 1):
+                pass
             proof = ledger.prove(args.seq)
     except AssayError as error:
-        return _fail(str(error))
+        return _failed(error, args)
     print(json.dumps(dataclasses.asdict(proof), indent=2))
     return 0
 

@@ -4,7 +4,7 @@ Exit codes, shared by every subcommand:
 
     0  success (for ``verify``: the expression held)
     1  a definite negative answer (for ``verify``: it did not hold, or could not be evaluated;
-       for ``ledger verify``: a problem was found, the first bad entry named)
+       for ``ledger``: the ledger fails its checks, the first bad entry named)
     2  usage error or invalid input (bad arguments, unreadable state, expression syntax)
    70  internal error: a bug in assay (the traceback with ASSAY_DEBUG=1)
 """
@@ -23,7 +23,7 @@ from assay.cli.arguments import refuse_undecodable
 EXIT_CODES = """exit codes:
   0  success (verify: the expression held)
   1  negative answer (verify: it did not hold or could not be evaluated;
-     ledger verify: a problem was found)
+     ledger: the ledger fails its checks)
   2  usage error or invalid input
  70  internal error (a bug in assay)
 """

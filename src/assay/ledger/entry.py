@@ -243,7 +243,8 @@ def entry_from_canonical(text: bytes, seq: int) -> Entry:
     except (ValueError, KeyError, TypeError) as exc:
         reason = f"the stored entry cannot be read ({type(exc).__name__}: {exc})"
         raise LedgerIntegrityError(
-            f"entry {seq}: {reason}; verify_ledger says what else is wrong",
+            f"entry {seq}: {reason}; verify the ledger (assay ledger verify, or verify_ledger) "
+            "to find what else is wrong",
             seq=seq,
             reason=reason,
             field="entry",

@@ -6,7 +6,8 @@ recomputes, each column agrees with the entry, each ``prev_hash`` is the previou
 every checkpoint is well formed, covers no more entries than are stored, holds the Merkle
 root of the entries it covers and (given the public key) carries a valid signature. The
 report names the first thing that is wrong. ``export_jsonl`` writes a ledger as JSON lines
-and ``verify_jsonl`` runs the same checks on such a file, offline.
+and ``verify_jsonl`` runs the same checks on such a file, offline. ``read_entries`` reads
+entries for showing them, checking only that each can be read as the entry at its place.
 
 A ledger that verifies may still have lost its last entries, or be an older copy: every prefix
 of a ledger is itself a ledger that verifies. Given a ``trusted`` tree head (a size and root
@@ -18,17 +19,23 @@ A signed checkpoint in the ledger does the same for its own head.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Final
 
 import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from assay.errors import CheckpointError, LedgerIntegrityError
-from assay.ledger.backend import LedgerBackend, StoredCheckpoint, StoredRow
+from assay.ledger.backend import BATCH, LedgerBackend, StoredCheckpoint, StoredRow
 from assay.ledger.checkpoint import load_public_key, verify_checkpoint
-from assay.ledger.entry import GENESIS_HASH, parse_entry
+from assay.ledger.entry import (
+    GENESIS_HASH,
+    Entry,
+    _field_problem,
+    entry_from_canonical,
+    parse_entry,
+)
 from assay.ledger.merkle import MerkleTree
 from assay.ledger.proof import TreeHead
 
@@ -53,7 +60,7 @@ class LedgerProblem:
             subject = f"entry {self.seq}"
         else:
             return self.reason
-        if self.reason.startswith((f"{subject} ", f"{subject}'")):
+        if self.reason.startswith((f"{subject} ", f"{subject}'", f"{subject}:")):
             return self.reason  # it names its subject itself
         return f"{subject}: {self.reason}"
 
@@ -129,11 +136,71 @@ def verify_ledger(
     )
 
 
+TOO_DEEP: Final = "the stored entry nests too deeply to be read as JSON"
+"""Why an entry whose JSON nests beyond Python's recursion limit is refused: assay writes none
+(a body is refused when it nests too deeply to encode), so such an entry was not written by it."""
+
+
+def read_entries(
+    backend: LedgerBackend, start: int = 1, stop: int | None = None
+) -> Iterator[Entry]:
+    """The stored entries from ``start`` up to (not including) ``stop``, in order, each checked
+    to be readable as the entry at its place: JSON, an object with an entry's fields, each of
+    its type, and its seq its place. Hashes and the chain are not checked (``verify_ledger``
+    checks them). ``LedgerIntegrityError`` names the first entry that cannot be read."""
+    while stop is None or start < stop:
+        end = start + BATCH if stop is None else min(stop, start + BATCH)
+        for seq, text in backend.read_canonical(start, end):
+            if seq != start:
+                reason = f"entry {start} is missing: the next stored entry has seq {seq}"
+                raise _unreadable(start, "seq", reason)
+            yield readable_entry(text, seq)
+            start += 1
+        if start < end:  # fewer than asked for: the last entry was read
+            return
+
+
+def readable_entry(text: bytes, seq: int) -> Entry:
+    """The entry stored as ``text`` at ``seq``, checked as ``read_entries`` checks it."""
+    try:
+        entry = entry_from_canonical(text, seq)
+    except RecursionError:
+        raise _unreadable(seq, "entry", TOO_DEEP) from None
+    except LedgerIntegrityError as error:
+        raise _unreadable(seq, error.field, error.reason) from None
+    return checked_entry(entry, seq)
+
+
+def checked_entry(entry: Entry, seq: int | None) -> Entry:
+    """``entry`` if its fields are of their types and its seq is ``seq`` (when given);
+    ``LedgerIntegrityError`` naming the field otherwise."""
+    problem = _field_problem(entry.to_dict())
+    if problem is not None:
+        raise _unreadable(seq, problem[0], problem[1])
+    if seq is not None and entry.seq != seq:
+        raise _unreadable(seq, "seq", f"stored as entry {seq} but says seq {entry.seq}")
+    return entry
+
+
+def _unreadable(seq: int | None, field: str | None, reason: str) -> LedgerIntegrityError:
+    subject = "an entry" if seq is None else f"entry {seq}"
+    return LedgerIntegrityError(
+        f"{subject}: {reason}; verify the ledger to find everything that is wrong",
+        seq=seq,
+        reason=reason,
+        field=field,
+    )
+
+
 def export_jsonl(backend: LedgerBackend, file: IO[str], *, progress: Progress | None = None) -> int:
     """Write every entry's canonical JSON, one per line, then each checkpoint as a line
-    ``{"checkpoint": {...}}``; return how many entries were written."""
+    ``{"checkpoint": {...}}``; return how many entries were written.
+
+    ``LedgerIntegrityError`` (from ``read_entries``) at the first entry that cannot be read,
+    with the entries before it written.
+    """
     count = 0
-    for entry in backend.iterate():
+    for entry in read_entries(backend):
         file.write(entry.canonical.decode())
         file.write("\n")
         count += 1
@@ -166,11 +233,15 @@ def verify_jsonl(
         fields = _checkpoint_line(text)
         if fields is not None:
             checkpoints.append(StoredCheckpoint(len(checkpoints) + 1, fields))
-        elif text:
+        elif text.strip(_JSON_WHITESPACE):
             rows.append(StoredRow(len(rows) + 1, text.encode("utf-8", "surrogateescape"), {}))
     return _verify(
         source, rows, lambda: checkpoints, _key(public_key), trusted=trusted, progress=progress
     )
+
+
+_JSON_WHITESPACE: Final = " \t\r\n"
+"""What ``verify_jsonl`` skips as a blank line when a line holds only these."""
 
 
 def _checkpoint_line(text: str) -> dict[str, object] | None:
@@ -178,7 +249,7 @@ def _checkpoint_line(text: str) -> dict[str, object] | None:
         return None
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     fields = data.get("checkpoint") if isinstance(data, dict) else None
     return dict(fields) if isinstance(fields, dict) else {}
@@ -238,6 +309,8 @@ def _check_entries(
             entry = parse_entry(row.entry, expected)
         except LedgerIntegrityError as error:
             raise _FirstProblemError(LedgerProblem(expected, error.field, error.reason)) from None
+        except RecursionError:
+            raise _FirstProblemError(LedgerProblem(expected, "entry", TOO_DEEP)) from None
         if entry.seq != expected:
             raise _FirstProblemError(
                 LedgerProblem(
@@ -323,7 +396,8 @@ def _check_checkpoint(
     try:
         checkpoint = stored.checkpoint()
     except CheckpointError as error:
-        raise _FirstProblemError(LedgerProblem(None, error.field, str(error), number)) from None
+        reason = str(error).removeprefix(f"checkpoint {number}: ")
+        raise _FirstProblemError(LedgerProblem(None, error.field, reason, number)) from None
     head = TreeHead(checkpoint.size, checkpoint.root)
     _check_head(head, tree, name=f"checkpoint {number}", checkpoint=number)
     if public_key is None:
