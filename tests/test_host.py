@@ -30,6 +30,7 @@ from assay.host import Application, DurableEvidence, Host
 from assay.host.wire import ActionRequest, ReportRequest, VerifyRequest
 from assay.ledger import Ledger, SQLiteBackend
 from assay.ledger.memory import MemoryBackend
+from assay.redaction import Redaction
 
 pytestmark = pytest.mark.anyio
 
@@ -578,3 +579,26 @@ async def test_a_transition_the_session_let_go_is_answered_from_the_ledger(
         assert waited == after
     with pytest.raises(NotFoundError, match=r"has no transition 'workspace\.open-billing#99'"):
         host.did_it_work(session.id, "workspace.open-billing#99")
+
+
+async def test_a_withheld_key_is_shown_withheld_never_missing_or_with_a_made_up_side() -> None:
+    # keys=secrets.api_key answered {} under a withheld secrets: the same as a missing key.
+    # And an added withheld leaf showed "[redacted]" as its value before it existed.
+    application = Application.in_process(
+        DESK,
+        start="workspace",
+        state={"view": {"domain": "home"}, "secrets": {"a": 1}},
+        handlers=lambda store: {},
+    )
+    ledger = Ledger(MemoryBackend())
+    async with Host(application, ledger, redaction=Redaction(["secrets", "view.token"])) as host:
+        for keys in (["secrets.a"], ["secrets.a.b", "view.missing"]):
+            assert host.state(keys).objects == {"secrets": "[redacted]"}
+        request = VerifyRequest(expression="view.token !== undefined", timeout_ms=5000)
+        verifying = asyncio.ensure_future(host.verify(request))
+        await asyncio.sleep(0)  # it has taken its first look
+        host.report(ReportRequest(values={"view.token": "t-1"}))
+        outcome = await verifying
+        assert outcome.passed
+    (added,) = [change for change in outcome.changed_fields if change.key == "view.token"]
+    assert (added.before, added.after, added.kind) == (None, "[redacted]", "added")

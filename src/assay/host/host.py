@@ -47,7 +47,7 @@ from assay.host.wire import (
 )
 from assay.ledger.entry import Entry
 from assay.ledger.ledger import Ledger
-from assay.redaction import Redaction
+from assay.redaction import REDACTED, Redaction
 from assay.state.substrate import Substrate, SubstrateState
 from assay.verify.loop import VerifyOptions, verify
 from assay.verify.outcome import VerificationOutcome
@@ -531,6 +531,13 @@ class Host:
             found = read_path(state.objects, path)
             if found.found:
                 _place(selected, path, found.value)
+                continue
+            # Under a withheld key the path cannot be read: show the key as withheld, never
+            # as missing (nor claim the path exists under it).
+            for depth in range(1, len(path)):
+                if read_path(state.objects, path[:depth]).value == REDACTED:
+                    _place(selected, path[:depth], REDACTED)
+                    break
         return state.model_copy(update={"objects": selected})
 
     def report(self, request: ReportRequest) -> ReportReceipt:

@@ -187,11 +187,16 @@ def summarize_changes(changes: Sequence[FieldChange], redaction: Redaction) -> l
             summarized.append(change)  # nothing to withhold or shorten: no work
             continue
         segments = parse_path(change.key)
+        # The absent side of an added or removed leaf stays None: there is nothing to withhold.
         summarized.append(
             FieldChange(
                 key=change.key,
-                before=_summary(redaction, segments, change.before),
-                after=_summary(redaction, segments, change.after),
+                before=None
+                if change.kind == "added"
+                else _summary(redaction, segments, change.before),
+                after=None
+                if change.kind == "removed"
+                else _summary(redaction, segments, change.after),
                 kind=change.kind,
             )
         )
