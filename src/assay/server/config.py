@@ -21,7 +21,6 @@ from typing import Any, Final
 from assay.defaults import DEFAULT_APPLICATION, DEFAULT_SESSION_IDLE_S
 from assay.defaults import DEFAULT_LEDGER_URL as DEFAULT_URL
 from assay.errors import ContractError, RequestError
-from assay.expr.path import parse_path
 from assay.server.tokens import TOKEN_FORM, Token, check_distinct, parse_scopes
 
 DEFAULT_HOST: Final = "127.0.0.1"
@@ -95,6 +94,8 @@ class ServerConfig:
                 field="log_level",
             )
         check_distinct(self.tokens)
+        from assay.expr.path import parse_path  # here: the CLI's parser loads no compiler
+
         for pattern in self.redact:
             try:
                 parse_path(pattern)
