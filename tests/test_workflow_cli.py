@@ -264,3 +264,18 @@ def test_an_input_nested_too_deeply_to_read_is_a_usage_error(tmp_path: Path) -> 
         f"assay run: error: {deep} nests too deeply to read; a run's input must nest at most "
         "256 levels\n",
     )
+
+
+def test_runs_and_resume_refuse_a_memory_ledger_and_a_page_of_no_runs() -> None:
+    # memory: holds nothing outside the process that wrote it: it was read as a ledger
+    # without runs; and --limit 0 answered that the ledger held no runs.
+    for command in (("runs",), ("resume", "some-run")):
+        result = assay(*command, "--ledger", "memory:")
+        assert result.returncode == 2
+        assert result.stderr.startswith(
+            f"assay {command[0]}: error: --ledger memory: names a ledger that lives only "
+            f"inside one process, so it holds nothing for `assay {command[0]}` to read"
+        )
+    zero = assay("runs", "--limit", "0", "--ledger", "memory:")
+    assert zero.returncode == 2
+    assert "argument --limit: expected 1 or more runs, got 0" in zero.stderr

@@ -89,7 +89,10 @@ def register(commands: Any) -> None:
         "--after", metavar="RUN_ID", help="only runs started after this one (to page on)"
     )
     parser.add_argument(
-        "--limit", type=whole_number("runs"), metavar="N", help="at most N runs (default: all)"
+        "--limit",
+        type=whole_number("runs", at_least=1),
+        metavar="N",
+        help="at most N runs (default: all)",
     )
     add_ledger_option(parser)
     parser.set_defaults(run=run_runs)
@@ -169,13 +172,12 @@ def run_run(args: argparse.Namespace) -> int:
 
 
 def run_resume(args: argparse.Namespace) -> int:
-    from assay.ledger import open_ledger
     from assay.ledger.backend import hide_password
 
     try:
         human = _parse_input(args.input)
         model = _model_settings(args)
-        with open_ledger(args.ledger, create=False) as ledger:  # the run must be in it
+        with _recorded_ledger(args, "assay resume") as ledger:  # the run must be in it
             try:
                 with _interrupts_at_once():
                     record = _service(ledger, model).resume(args.run_id, human)
@@ -192,11 +194,10 @@ def run_resume(args: argparse.Namespace) -> int:
 
 
 def run_runs(args: argparse.Namespace) -> int:
-    from assay.ledger import open_ledger
     from assay.workflow.service import Workflows
 
     try:
-        with open_ledger(args.ledger, create=False) as ledger:
+        with _recorded_ledger(args, "assay runs") as ledger:
             records = Workflows(ledger).runs(after=args.after, limit=args.limit, status=args.status)
     except AssayError as error:
         print(f"assay runs: error: {error}", file=sys.stderr)
@@ -215,6 +216,20 @@ def run_runs(args: argparse.Namespace) -> int:
             where = record.next_step or "-"
             print(f"{record.run_id}  {record.status.value:9}  {record.workflow}  step={where}")
     return 0
+
+
+def _recorded_ledger(args: argparse.Namespace, command: str) -> Ledger:
+    """The existing ledger ``--ledger`` names; a memory ledger, empty outside the process
+    that wrote it, is refused rather than read as one without runs."""
+    from assay.cli.ledger_location import memory_refusal
+    from assay.ledger import open_ledger
+    from assay.ledger.memory import MemoryBackend
+
+    ledger = open_ledger(args.ledger, create=False)
+    if isinstance(ledger.backend, MemoryBackend):
+        ledger.close()
+        raise WorkflowError(memory_refusal(command), field="ledger")
+    return ledger
 
 
 @contextlib.contextmanager
