@@ -602,3 +602,25 @@ async def test_a_withheld_key_is_shown_withheld_never_missing_or_with_a_made_up_
         assert outcome.passed
     (added,) = [change for change in outcome.changed_fields if change.key == "view.token"]
     assert (added.before, added.after, added.kind) == (None, "[redacted]", "added")
+
+
+async def test_a_wait_on_a_transition_whose_session_closes_answers_how_it_settled() -> None:
+    # It answered 404 "the session was closed", though closing settled the transition.
+    application = Application.in_process(
+        DESK,
+        start="workspace",
+        state={"view": {"domain": "home"}},
+        handlers=lambda store: {"workspace.open-billing": lambda args: None},
+    )
+    async with Host(application, Ledger(MemoryBackend())) as host:
+        session = host.open_session().id
+        request = ActionRequest(session=session, action="workspace.open-billing")
+        fired = await host.fire(request)
+        assert fired.answer == "pending"
+        waiting = asyncio.ensure_future(host.wait(session, fired.transition_id or "", 30_000))
+        await asyncio.sleep(0)
+        await host.close_session(session)
+        answer = await waiting
+    assert (answer.session, answer.answer) == (session, "unobservable")
+    assert answer.error is not None
+    assert answer.error.startswith("the session was closed while it waited on the verify contract")

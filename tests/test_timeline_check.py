@@ -100,3 +100,18 @@ def test_the_first_check_of_a_small_ledger_is_waited_for(size: int) -> None:
     _append(ledger, size)
     ok, _, checked = LedgerCheck(ledger, clock=VirtualClock()).current()
     assert (ok, checked) == (True, size)
+
+
+def test_the_page_shows_recorded_values_summarized_not_whole() -> None:
+    # One fire with a 2 MB argument made a 2 MB page, the argument inside it whole.
+    from assay.timeline.page import render_timeline
+
+    ledger = Ledger(MemoryBackend())
+    huge = "x" * 2_000_000
+    for number, args in enumerate(({"note": huge}, {"to": "<b>ops</b>"}), start=1):
+        body = {"action": "inbox.send", "args": args, "source": "agent"}
+        ledger.append("fire", body, session="s", transition=f"inbox.send#{number}")
+    page = render_timeline(ledger, app="outpost")
+    assert len(page) < 50_000
+    assert "{&#34;note&#34;:&#34;xxxx" in page and "x…" in page  # compact JSON, cut
+    assert "&lt;b&gt;ops&lt;/b&gt;" in page and "<b>ops</b>" not in page  # and escaped

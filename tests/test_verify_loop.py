@@ -370,3 +370,16 @@ def test_an_expression_that_reads_no_state_is_answered_at_once() -> None:
         "Expression evaluated to false after 1 poll cycle (0ms); it reads no state keys, so "
         "no change to the state could make it hold."
     )
+
+
+def test_nan_and_infinity_are_values_not_missing_keys_in_a_narrative() -> None:
+    # "Infinity is missing (the state has no key 'Infinity')" was narrated of a value.
+    passed = run_verification(compile_expression("Infinity > a"), {"a": 1}, nothing)
+    assert (
+        passed.narrative == "Expression evaluated to true after 1 poll cycle (0ms); a remained 1."
+    )
+    failed = run_verification(compile_expression("NaN > a"), {"a": 1}, nothing)
+    assert "NaN" not in failed.narrative
+    # A state key of that name shadows the value, and is narrated as any key.
+    shadowed = run_verification(compile_expression("Infinity > 1"), {"Infinity": 0}, nothing)
+    assert shadowed.narrative.startswith("Infinity remained 0 after 1 poll cycle")

@@ -389,6 +389,10 @@ class Host:
         session.did_it_work(transition_id)  # NotFoundError before waiting, if it has none
         await self._wait(session, transition_id, wait_ms, progress)
         await self.evidence.durable()
+        if session.id not in self.sessions:
+            # Closed while this waited, which settled the transition: answer that, not 404.
+            answer = session.did_it_work(transition_id)
+            return TransitionAnswer(session=session.id, **answer.model_dump())
         return self.did_it_work(session_id, transition_id)
 
     async def _wait(

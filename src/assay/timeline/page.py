@@ -19,12 +19,16 @@ from starlette.routing import Route
 from assay.clock import SYSTEM_CLOCK, Clock
 from assay.errors import AssayError
 from assay.ledger.ledger import Ledger
+from assay.redaction import Redaction
 from assay.timeline.view import DEFAULT_WINDOW, build_timeline
 
 _templates = Environment(
     loader=PackageLoader("assay.timeline", "templates"),
     autoescape=select_autoescape(["html"]),
 )
+# A value the page shows as it was recorded (a fire's arguments, a condition's threshold), as
+# compact JSON cut to a summary's length: one fire with a 2 MB argument made a 2 MB page.
+_templates.filters["summary"] = lambda value: Redaction.none().summarize((), value)
 
 
 class LedgerCheck:

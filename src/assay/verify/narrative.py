@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from assay.expr.filter_operators import json_equal
+from assay.expr.functions import GLOBAL_VALUES
 from assay.expr.path import MISSING, PathRead, parse_path, read_path
 from assay.expr.predicate import Check, ConditionEvidence
 from assay.redaction import REDACTED, Redaction
@@ -48,6 +49,9 @@ def narrate(observation: Observation) -> str:
     """The narrative for one verification."""
     timing = _timing(observation)
     reads = [_Read(key, observation) for key in observation.keys]
+    # NaN and Infinity read the state first, as every name does; absent there they are the
+    # values, not missing keys.
+    reads = [read for read in reads if not (read.key in GLOBAL_VALUES and read.absent)]
     if observation.passed:
         detail = "; ".join(read.describe() for read in reads)
         return f"{observation.subject} evaluated to true {timing}" + (
@@ -112,6 +116,11 @@ class _Read:
         else:
             self.after = read_path(observation.after, self.segments, lengths=True)
             self.changed = not _same(self.before, self.after)
+
+    @property
+    def absent(self) -> bool:
+        """Missing before and after."""
+        return not self.before.found and not self.after.found
 
     def render(self, read: PathRead) -> str:
         if not read.found:
