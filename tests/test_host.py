@@ -16,6 +16,7 @@ import pytest
 
 from assay.clock import VirtualClock
 from assay.errors import (
+    ContractError,
     EvidenceStoppedError,
     IdempotencyKeyReusedError,
     LedgerError,
@@ -624,3 +625,18 @@ async def test_a_wait_on_a_transition_whose_session_closes_answers_how_it_settle
     assert (answer.session, answer.answer) == (session, "unobservable")
     assert answer.error is not None
     assert answer.error.startswith("the session was closed while it waited on the verify contract")
+
+
+async def test_a_verify_contract_with_placeholders_says_a_verify_has_no_arguments(
+    desk: tuple[Host, list[dict[str, Any]]],
+) -> None:
+    # It said "call bind(args) before check": advice for Python code, not for the caller.
+    host, _ = desk
+    with pytest.raises(ContractError) as caught:
+        await host.verify(VerifyRequest(expression={"orders.{order_id}.status": "cancelled"}))
+    assert str(caught.value) == (
+        "the contract holds placeholders ({order_id}), which only an action's arguments fill, "
+        "and a verify has none; write each key in full, such as orders.A1.status rather than "
+        "orders.{order_id}.status"
+    )
+    assert host.ledger.query(kind="verdict") == []

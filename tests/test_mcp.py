@@ -233,6 +233,28 @@ async def test_progress_is_notified_while_a_fire_waits(panel: tuple[Host, Client
     assert message == f"waiting on the verify contract {ARMED} to hold"
 
 
+async def test_progress_is_notified_while_a_verify_waits(panel: tuple[Host, Client]) -> None:
+    # verify waited up to 55 s without a word, where fire and did_it_work notify progress.
+    host, client = panel
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append((done, total, message))
+        host.report(ReportRequest(values={"system.armed": True}))  # lands after the first
+
+    result = await client.call_tool(
+        "verify",
+        {"expression": "system.armed === true", "timeout_ms": 30_000},
+        progress_callback=progress,
+    )
+    assert result.structured_content is not None
+    assert result.structured_content["passed"] is True
+    ((done, total, message),) = seen
+    assert total == 30_000
+    assert 1000 <= done < 30_000
+    assert message == "waiting on the contract system.armed === true to hold"
+
+
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_a_cancelled_wait_leaves_the_fire_and_its_later_settlement_in_the_ledger(
     mode: str,

@@ -22,7 +22,7 @@ from typing import Any, Self
 
 from assay.clock import SYSTEM_CLOCK, Clock
 from assay.defaults import DEFAULT_SESSION_IDLE_S
-from assay.errors import LedgerError, NotFoundError, RequestError, WrongTypeError
+from assay.errors import ContractError, LedgerError, NotFoundError, RequestError, WrongTypeError
 from assay.expr import compile_expression
 from assay.expr.contract import compile_contract
 from assay.expr.path import parse_path, read_path
@@ -486,9 +486,12 @@ class Host:
             verification=fired.outcome,
         )
 
-    async def verify(self, request: VerifyRequest) -> VerificationOutcome:
+    async def verify(
+        self, request: VerifyRequest, *, progress: Progress | None = None
+    ) -> VerificationOutcome:
         """Check a contract against the state until it holds or the timeout passes; the
-        answer is recorded as a verdict before it is returned."""
+        answer is recorded as a verdict before it is returned. ``progress`` is told, about
+        every ``PROGRESS_EVERY_S``, how long it has waited and what for."""
         session = self.session(request.session)
         predicate = self.predicate(request.expression)
         options = VerifyOptions(
@@ -496,13 +499,18 @@ class Host:
             timeout_ms=request.timeout_ms,
             poll_interval_ms=self.substrate.poll_interval_ms,
         )
-        outcome = await verify(
+        checking = verify(
             predicate,
             self.substrate.store,
             options=options,
             clock=self.clock,
             redaction=self.redaction,
         )
+        if progress is None:
+            outcome = await checking
+        else:
+            waiting = f"the contract {predicate.source} to hold"
+            outcome = await self._with_progress(checking, progress, request.timeout_ms, waiting)
         self.evidence.append(
             "verdict",
             {"subject": "verify", "outcome": outcome.model_dump(mode="json")},
@@ -511,6 +519,27 @@ class Host:
         await self.evidence.durable()
         return outcome
 
+    async def _with_progress(
+        self, work: Awaitable[VerificationOutcome], progress: Progress, total_ms: int, what: str
+    ) -> VerificationOutcome:
+        """Await ``work``, telling ``progress`` about every ``PROGRESS_EVERY_S`` that it still
+        waits on ``what``; cancelling this cancels ``work``."""
+        task = asyncio.ensure_future(work)
+        started = self.clock.monotonic()
+        try:
+            while True:
+                tick = asyncio.ensure_future(self.clock.sleep(PROGRESS_EVERY_S))
+                try:
+                    await asyncio.wait({task, tick}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    tick.cancel()
+                if task.done():
+                    return task.result()
+                elapsed_ms = (self.clock.monotonic() - started) * 1000
+                await progress(elapsed_ms, float(total_ms), what)
+        finally:
+            task.cancel()
+
     def predicate(self, contract: str | Mapping[str, Any]) -> Predicate:
         """Compile a contract: an expression string or a declarative filter mapping.
 
@@ -518,7 +547,15 @@ class Host:
         """
         if isinstance(contract, str):
             return _compile_expression(contract)
-        return compile_contract(contract, redaction=self.redaction)
+        compiled = compile_contract(contract, redaction=self.redaction)
+        if compiled.placeholders:
+            names = ", ".join(f"{{{name}}}" for name in sorted(compiled.placeholders))
+            raise ContractError(
+                f"the contract holds placeholders ({names}), which only an action's "
+                "arguments fill, and a verify has none; write each key in full, such as "
+                "orders.A1.status rather than orders.{order_id}.status"
+            )
+        return compiled
 
     def state(self, keys: list[str] | None = None) -> SubstrateState:
         """The current state (redacted) with its confidence; only ``keys`` when given."""

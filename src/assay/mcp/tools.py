@@ -177,6 +177,8 @@ class AssayTools:
         ],
         timeout_ms: Annotated[int, Strict(), _VERIFY["timeout_ms"]] = 5000,
         settle_ms: Annotated[int, Strict(), _VERIFY["settle_ms"]] = 0,
+        *,
+        ctx: Context,
     ) -> Annotated[CallToolResult, VerificationOutcome]:
         """Check a contract against the live state, now and as it changes, until it holds or
         timeout_ms passes: a JavaScript-style expression (inbox.unread === 0) or a
@@ -188,8 +190,12 @@ class AssayTools:
             timeout_ms=timeout_ms,
             settle_ms=settle_ms,
         )
+
+        async def progress(elapsed_ms: float, ceiling_ms: float, waiting_on: str) -> None:
+            await ctx.report_progress(elapsed_ms, ceiling_ms, f"waiting on {waiting_on}")
+
         try:
-            return answer(await self.host.verify(request))
+            return answer(await self.host.verify(request, progress=progress))
         except ExpressionSyntaxError as error:
             return problem(f"expression has a syntax error: {error}")
         except ContractError as error:
