@@ -16,6 +16,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from assay.errors import WrongTypeError
 from assay.examples import already_true
 from assay.examples.outpost import APPLICATION as OUTPOST
 from assay.host import Host
@@ -324,6 +325,16 @@ async def test_every_tool_runs_on_the_hosts_event_loop(panel: tuple[Host, Client
     tools = AssayTools(panel[0])
     for name in ("list_actions", "fire", "did_it_work", "get_state", "verify"):
         assert inspect.iscoroutinefunction(getattr(tools, name)), name
+
+
+
+async def test_a_server_for_a_session_named_by_nothing_is_refused(
+    panel: tuple[Host, Client],
+) -> None:
+    # An empty session id reached every tool, which then failed its wire model's check.
+    for wrong in ("", 7):
+        with pytest.raises(WrongTypeError, match="session must be a session id"):
+            build_server(panel[0], session=wrong)  # type: ignore[arg-type]
 
 
 async def test_an_action_on_another_page_says_where_to_go() -> None:

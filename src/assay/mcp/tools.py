@@ -22,6 +22,7 @@ from assay.errors import (
     ExpressionSyntaxError,
     NotFoundError,
     RequestError,
+    WrongTypeError,
 )
 from assay.host import Host
 from assay.host.wire import (
@@ -75,6 +76,12 @@ class AssayTools:
     """The tools of one MCP server: they act in session ``session`` of ``host``."""
 
     def __init__(self, host: Host, session: str | None = None) -> None:
+        if session is not None and (type(session) is not str or not session):
+            raise WrongTypeError(
+                f"session must be a session id (a non-empty string), or None for the default "
+                f"session, not {session!r}",
+                parameter="session",
+            )
         self.host = host
         self.session = session
 
