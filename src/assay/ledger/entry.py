@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from assay.clock import Clock, SystemClock
 from assay.errors import LedgerEntryError, LedgerIntegrityError
+from assay.expr.path import json_type_name
 from assay.ledger.canonical import canonical_copy, canonical_json, loads
 from assay.ledger.merkle import leaf_hash
 
@@ -239,16 +240,23 @@ def entry_from_canonical(text: bytes, seq: int) -> Entry:
     """
     try:
         data = loads(text)
-        return _entry(data, text)
-    except (ValueError, KeyError, TypeError) as exc:
-        reason = f"the stored entry cannot be read ({type(exc).__name__}: {exc})"
-        raise LedgerIntegrityError(
-            f"entry {seq}: {reason}; verify the ledger (assay ledger verify, or verify_ledger) "
-            "to find what else is wrong",
-            seq=seq,
-            reason=reason,
-            field="entry",
-        ) from None
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        reason = f"the stored entry is not JSON ({exc})"
+    else:
+        if not isinstance(data, dict):
+            reason = f"the stored entry is {json_type_name(data)}, not an object of fields"
+        else:
+            try:
+                return _entry(data, text)
+            except KeyError as exc:
+                reason = f"the stored entry has no {exc.args[0]!r} field"
+    raise LedgerIntegrityError(
+        f"entry {seq}: {reason}; verify the ledger (assay ledger verify, or verify_ledger) "
+        "to find what else is wrong",
+        seq=seq,
+        reason=reason,
+        field="entry",
+    )
 
 
 def parse_entry(text: bytes, seq: int) -> Entry:
