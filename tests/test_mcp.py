@@ -215,7 +215,18 @@ async def test_expressions_that_read_as_json_arrive_as_sent(panel: tuple[Host, C
     assert contracts[1:] == ['{"system.armed":{"eq":true}}'] * 2
 
 
-async def test_progress_is_notified_while_a_fire_waits(panel: tuple[Host, Client]) -> None:
+@pytest.mark.parametrize(
+    ("tool", "arguments", "waiting_on"),
+    [
+        ("fire", {"action": "panel.arm"}, f"the verify contract {ARMED} to hold"),
+        # verify waited up to 55 s without a word, where fire and did_it_work notified.
+        ("verify", {"expression": "system.armed === true"},
+         "the contract system.armed === true to hold"),
+    ],
+)  # fmt: skip
+async def test_progress_is_notified_while_a_tool_waits(
+    panel: tuple[Host, Client], tool: str, arguments: dict[str, Any], waiting_on: str
+) -> None:
     host, client = panel
     seen: list[tuple[float, float | None, str | None]] = []
 
@@ -223,37 +234,17 @@ async def test_progress_is_notified_while_a_fire_waits(panel: tuple[Host, Client
         seen.append((done, total, message))
         host.report(ReportRequest(values={"system.armed": True}))  # lands after the first
 
+    ceiling = "wait_ms" if tool == "fire" else "timeout_ms"
     result = await client.call_tool(
-        "fire", {"action": "panel.arm", "wait_ms": 30_000}, progress_callback=progress
+        tool, {**arguments, ceiling: 30_000}, progress_callback=progress
     )
     assert result.structured_content is not None
-    assert result.structured_content["answer"] == "worked"
+    answered = result.structured_content
+    assert answered["answer"] == "worked" if tool == "fire" else answered["passed"] is True
     ((done, total, message),) = seen
     assert total == 30_000
     assert 1000 <= done < 30_000
-    assert message == f"waiting on the verify contract {ARMED} to hold"
-
-
-async def test_progress_is_notified_while_a_verify_waits(panel: tuple[Host, Client]) -> None:
-    # verify waited up to 55 s without a word, where fire and did_it_work notify progress.
-    host, client = panel
-    seen: list[tuple[float, float | None, str | None]] = []
-
-    async def progress(done: float, total: float | None, message: str | None) -> None:
-        seen.append((done, total, message))
-        host.report(ReportRequest(values={"system.armed": True}))  # lands after the first
-
-    result = await client.call_tool(
-        "verify",
-        {"expression": "system.armed === true", "timeout_ms": 30_000},
-        progress_callback=progress,
-    )
-    assert result.structured_content is not None
-    assert result.structured_content["passed"] is True
-    ((done, total, message),) = seen
-    assert total == 30_000
-    assert 1000 <= done < 30_000
-    assert message == "waiting on the contract system.armed === true to hold"
+    assert message == f"waiting on {waiting_on}"
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
@@ -325,7 +316,6 @@ async def test_every_tool_runs_on_the_hosts_event_loop(panel: tuple[Host, Client
     tools = AssayTools(panel[0])
     for name in ("list_actions", "fire", "did_it_work", "get_state", "verify"):
         assert inspect.iscoroutinefunction(getattr(tools, name)), name
-
 
 
 async def test_a_server_for_a_session_named_by_nothing_is_refused(

@@ -56,16 +56,22 @@ def read_line(process: subprocess.Popen[str], timeout_s: float) -> str:
     return process.stdout.readline().strip()
 
 
-def test_a_run_killed_mid_step_resumes_from_its_last_commit(tmp_path: Path) -> None:
+def _blocked_run(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, Path, str]:
+    """An ``assay run`` of ``FLOW`` blocked in its second step, with its effects file, the
+    file that blocks the step (remove it to let the step finish) and its ledger URL."""
     flow = tmp_path / "crashable.yaml"
     flow.write_text(FLOW, encoding="utf-8")
     effects, block = tmp_path / "effects.txt", tmp_path / "block"
     block.touch()
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     run_input = json.dumps({"effects": str(effects), "block": str(block)})
-
     running = assay("run", str(flow), "--input", run_input, "--ledger", url)
     assert read_line(running, 60) == "BLOCKED"
+    return running, effects, block, url
+
+
+def test_a_run_killed_mid_step_resumes_from_its_last_commit(tmp_path: Path) -> None:
+    running, effects, block, url = _blocked_run(tmp_path)
     running.send_signal(signal.SIGKILL)
     running.communicate(timeout=30)
     assert running.returncode == -signal.SIGKILL
@@ -96,19 +102,12 @@ def test_a_run_killed_mid_step_resumes_from_its_last_commit(tmp_path: Path) -> N
 def test_ctrl_c_stops_a_run_mid_step_at_once_and_it_resumes(tmp_path: Path) -> None:
     # asyncio.run took SIGINT as a request to cancel at the run's next pause; steps that never
     # paused ran on, each verified and committed, and only then did it exit 130.
-    flow = tmp_path / "crashable.yaml"
-    flow.write_text(FLOW, encoding="utf-8")
-    effects, block = tmp_path / "effects.txt", tmp_path / "block"
-    block.touch()
-    url = f"sqlite:///{tmp_path / 'ledger.db'}"
-    run_input = json.dumps({"effects": str(effects), "block": str(block)})
-
-    running = assay("run", str(flow), "--input", run_input, "--ledger", url)
-    assert read_line(running, 60) == "BLOCKED"
+    running, effects, block, url = _blocked_run(tmp_path)
     running.send_signal(signal.SIGINT)  # the step blocks until the process is interrupted
     out, err = running.communicate(timeout=30)
     assert running.returncode == 130, err
     assert out == ""
+    assert effects.read_text().splitlines() == ["first", "second"]  # no step after it ran
 
     with open_ledger(url) as ledger:
         (interrupted,) = Workflows(ledger).runs()
