@@ -54,7 +54,7 @@ def _stored(url: str, seq: int) -> str:
     return str(text)
 
 
-# 1. Deep nesting
+# Deep nesting
 
 
 def test_a_state_file_nested_too_deeply_is_a_usage_error(
@@ -123,7 +123,7 @@ def test_an_export_nested_too_deeply_fails_verification(
     )
 
 
-# 2. Unreadable or ill-typed stored entries
+# Unreadable or ill-typed stored entries
 
 
 def test_tail_of_an_entry_whose_seq_is_a_string_fails_the_ledger_naming_it(
@@ -181,7 +181,7 @@ def test_show_and_prove_still_read_a_sound_entry_of_a_damaged_ledger(
     assert json.loads(capsys.readouterr().out)["seq"] == 2
 
 
-# 3. Waits with a range
+# Waits with a range
 
 
 @pytest.mark.parametrize(
@@ -215,7 +215,7 @@ def test_waits_at_the_ends_of_their_ranges_are_accepted(
     capsys.readouterr()
 
 
-# 4. Nothing to check
+# Nothing to check
 
 
 @pytest.mark.parametrize("url", ["memory:", "MEMORY://"])
@@ -250,7 +250,7 @@ def test_an_empty_export_verifies_saying_there_was_nothing_to_check(
     )
 
 
-# 5. Messages
+# Messages
 
 
 def test_a_sqlite_url_naming_a_device_or_a_directory_says_so(
@@ -304,7 +304,7 @@ def test_a_contract_giving_a_key_twice_is_refused_naming_it(
     )
 
 
-# 6. Blank lines in an export
+# Blank lines in an export
 
 
 def test_an_export_skips_lines_of_only_whitespace_as_it_skips_empty_ones(
