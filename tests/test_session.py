@@ -13,6 +13,8 @@ import pytest
 from assay.clock import VirtualClock
 from assay.errors import GraphError, NotFoundError, SessionError, WrongTypeError
 from assay.graph import Session, build_navigation_graph
+from assay.graph.declaration import Reversibility
+from assay.graph.session import DEFAULT_THRESHOLDS
 
 T = TypeVar("T")
 
@@ -620,7 +622,7 @@ def test_arguments_of_the_wrong_type_raise_before_anything_is_done() -> None:
     refused = run(main)
     assert (refused.refusal, refused.error) == (
         "bad_arguments",
-        "verify_timeout_ms must be 0 or more milliseconds, not -5",
+        "verify_timeout_ms must be from 0 to 86,400,000 milliseconds (a day), not -5",
     )
     assert calls == []
 
@@ -1007,3 +1009,100 @@ def test_a_session_holds_its_latest_settled_transitions_and_every_pending_one() 
     assert "has no transition 'workspace.refresh#5'" in never
     with pytest.raises(WrongTypeError, match="keep_settled must be a whole number"):
         GRAPH.create_session(node="workspace", keep_settled=0)
+
+
+def test_a_closed_session_refuses_to_fire() -> None:
+    # A fire after close ran its handler and answered pending on a report that could never
+    # settle it: the closed session no longer observes the state.
+    async def main(clock: VirtualClock) -> Any:
+        calls: list[Any] = []
+        s = session(clock, {}, **{"open-billing-blind": calls.append})
+        await s.close()
+        with pytest.raises(SessionError, match=r"session '.*' is closed: it no longer observes"):
+            s.fire("workspace.open-billing-blind")
+        return calls, s.fired
+
+    assert run(main) == ([], 0)
+
+
+def test_thresholds_are_tiers_with_numbers_from_0_to_1_the_rest_defaults() -> None:
+    partial = GRAPH.create_session(node="workspace", thresholds={"irreversible": 0.99})
+    assert partial.thresholds == {**DEFAULT_THRESHOLDS, Reversibility.IRREVERSIBLE: 0.99}
+    # A NaN threshold turned the confidence gate off; the rest failed only when firing.
+    for wrong, says in (
+        ({"irreversible": math.nan}, "irreversible must be a number from 0 to 1, not nan"),
+        ({"irreversible": "0.9"}, "irreversible must be a number from 0 to 1, not '0.9'"),
+        ({"irreversible": True}, "irreversible must be a number from 0 to 1, not True"),
+        ({"reckless": 0.1}, "'reckless' is not a reversibility tier; tiers are reversible, "),
+    ):
+        with pytest.raises(WrongTypeError, match=re.escape(f"thresholds: {says}")):
+            GRAPH.create_session(node="workspace", thresholds=wrong)
+
+
+def test_a_write_key_placeholder_takes_a_string_or_an_integer() -> None:
+    # None, True, 1.0 and objects were written with str(): orders.None.status and the like,
+    # keys no application writes, so the fire waited on a report that could never come.
+    pages = {"desk": {"actions": {"ship": {"does": "Ship", "writes": ["orders.{id}.status"]}}}}
+    graph = build_navigation_graph("shop", pages=pages)
+
+    async def main(clock: VirtualClock) -> Any:
+        s = graph.create_session(node="desk", state={"orders": {}}, clock=clock)
+        s.register_actions("desk", handlers={"ship": lambda args: None})
+        answers = [s.fire("desk.ship", {"id": value}) for value in (None, True, 1.0, {"x": 1})]
+        fine = [s.fire("desk.ship", {"id": value}) for value in ("a.b", 7)]
+        waits = [s.did_it_work(f.transition_id or "").waiting_on for f in fine]
+        await s.close()
+        return answers, waits
+
+    refused, waits = run(main)
+    assert [r.refusal for r in refused] == ["bad_arguments"] * 4
+    assert refused[0].error == (
+        "writes key 'orders.{id}.status': argument 'id' stands in the path, so it must be a "
+        "string or an integer, got null"
+    )
+    assert waits == [
+        'a state report writing orders["a.b"].status',
+        "a state report writing orders.7.status; 1 earlier fire(s) are queued before it",
+    ]
+
+
+def test_a_verification_that_cannot_run_fails_rather_than_pending_for_ever() -> None:
+    # verify_timeout_ms of 10**400 killed the verification task with an OverflowError, and
+    # did_it_work went on answering pending, waiting on the contract, with nothing running.
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"view": {"domain": "workspace"}}, **{"open-billing": lambda a: None})
+        huge = s.fire("workspace.open-billing", verify_timeout_ms=10**400)
+        return huge
+
+    huge = run(main)
+    assert huge.refusal == "bad_arguments"
+    assert huge.error == (
+        f"verify_timeout_ms must be from 0 to 86,400,000 milliseconds (a day), not {10**400}"
+    )
+    with pytest.raises(GraphError, match=r"verify_timeout_ms: expected a whole number of "):
+        build_navigation_graph(
+            "desk", pages={"p": {"actions": {"a": {"does": "A", "verify_timeout_ms": 10**400}}}}
+        )
+
+
+def test_a_verification_that_raises_settles_failed_saying_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the store went away")
+
+    monkeypatch.setattr("assay.graph.session.verify", broken)
+
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"view": {"domain": "workspace"}}, **{"open-billing": lambda a: None})
+        fired = s.fire("workspace.open-billing")
+        await clock.advance(1)
+        return s.did_it_work(fired.transition_id or ""), s.tasks
+
+    answer, tasks = run(main)
+    assert (answer.answer, answer.error) == (
+        "failed",
+        "the verification could not run (RuntimeError: the store went away), so nothing "
+        "established the effect",
+    )
+    assert not tasks

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from assay.expr import Expression
 from assay.expr.contract import Contract
-from assay.expr.path import format_path, parse_path
+from assay.expr.path import format_path, json_type_name, parse_path
 from assay.expr.predicate import Check, Predicate, require_state
 
 _PLACEHOLDER: Final = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -81,8 +81,22 @@ def related(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
 
 
 def fill(template: str, args: Mapping[str, Any]) -> str:
-    """Fill ``{name}`` placeholders inside each path segment, so a value is one segment."""
-    segments = parse_path(template)
-    return format_path(
-        _PLACEHOLDER.sub(lambda m: str(args[m.group(1)]), segment) for segment in segments
-    )
+    """Fill ``{name}`` placeholders inside each path segment, so a value is one segment.
+
+    ``ValueError`` unless each argument so used is a string or an integer: a key written
+    from ``None`` or ``1.0`` (``orders.None``) is one no application writes.
+    """
+
+    def segment_value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        value = args[name]
+        if isinstance(value, str):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        raise ValueError(
+            f"writes key {template!r}: argument {name!r} stands in the path, so it must be a "
+            f"string or an integer, got {json_type_name(value)}"
+        )
+
+    return format_path(_PLACEHOLDER.sub(segment_value, segment) for segment in parse_path(template))

@@ -246,10 +246,19 @@ def _flag(raw: Any, name: str, fail: Any) -> bool:
     raise fail(name, f"expected true or false, got {raw!r}")
 
 
+MAX_MILLISECONDS: Final = 86_400_000
+"""The longest settle delay or verification an action may declare, or a fire ask for: a day.
+A contract waited on for longer holds a verification open for something it should not."""
+
+
 def _milliseconds(raw: Any, name: str, fail: Any) -> int:
-    if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0:
+    if isinstance(raw, int) and not isinstance(raw, bool) and 0 <= raw <= MAX_MILLISECONDS:
         return raw
-    raise fail(name, f"expected a whole number of milliseconds (0 or more), got {raw!r}")
+    raise fail(
+        name,
+        f"expected a whole number of milliseconds from 0 to {MAX_MILLISECONDS:,} (a day), "
+        f"got {raw!r}",
+    )
 
 
 def _input_schema(raw: Any, fail: Any) -> Mapping[str, Any] | None:

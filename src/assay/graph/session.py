@@ -40,7 +40,12 @@ from assay.expr.path import parse_path
 from assay.expr.predicate import Predicate
 from assay.graph.answers import answer, fire_result, waiting_on
 from assay.graph.binding import AllOf, ArgsPredicate, covers, fill, related
-from assay.graph.declaration import ActionSpec, Reversibility, check_arguments
+from assay.graph.declaration import (
+    MAX_MILLISECONDS,
+    ActionSpec,
+    Reversibility,
+    check_arguments,
+)
 from assay.graph.evidence import EvidenceLog, fire_body, refusal_body, settlement_body
 from assay.graph.journey import Journey
 from assay.graph.result import Answer, FireResult, RefusalFigures
@@ -94,7 +99,7 @@ class Session:
         substrate: Substrate | None = None,
         clock: Clock = SYSTEM_CLOCK,
         redaction: Redaction | Iterable[str] | None = None,
-        thresholds: Mapping[Reversibility | str, float] | None = None,
+        thresholds: Mapping[Reversibility, float] | Mapping[str, float] | None = None,
         evidence: EvidenceLog | None = None,
         session_id: str | None = None,
         keep_settled: int = KEEP_SETTLED,
@@ -128,9 +133,7 @@ class Session:
             substrate.store.heartbeat("session")
         self.substrate = substrate
         self.store = substrate.store
-        self.thresholds = {
-            Reversibility(k): v for k, v in (thresholds or DEFAULT_THRESHOLDS).items()
-        }
+        self.thresholds = resolve_thresholds(thresholds)
         self.handlers: dict[str, Handler] = {}
         # Every pending transition, and the latest ``keep_settled`` settled ones: a session
         # that fires for weeks would otherwise hold every fire's snapshots (the ledger keeps
@@ -146,6 +149,7 @@ class Session:
         self.journeys: dict[str, Journey] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
         self.contracts: dict[str, Contract] = {}
+        self.closed = False
         self._subscription = self.store.subscribe_all(self._on_change)
 
     def register_actions(self, page: str, handlers: Mapping[str, Handler]) -> None:
@@ -205,6 +209,11 @@ class Session:
                 "Session.fire needs a running asyncio event loop, where the fire settles and "
                 "is verified; call it from async code, such as a coroutine run by asyncio.run"
             ) from None
+        if self.closed:
+            raise SessionError(
+                f"session {self.id!r} is closed: it no longer observes the state, so nothing "
+                "fired in it could settle; create a new session to fire"
+            )
         for name, value, kind in (
             ("action_id", action_id, str),
             ("source", source, str),
@@ -239,9 +248,10 @@ class Session:
                 RefusalFigures(node=self.node, available_at=self.graph.pages_with(spec.name)),
             )  # fmt: skip
         try:
-            if verify_timeout_ms is not None and verify_timeout_ms < 0:
+            if verify_timeout_ms is not None and not 0 <= verify_timeout_ms <= MAX_MILLISECONDS:
                 raise ValueError(
-                    f"verify_timeout_ms must be 0 or more milliseconds, not {verify_timeout_ms}"
+                    f"verify_timeout_ms must be from 0 to {MAX_MILLISECONDS:,} milliseconds "
+                    f"(a day), not {verify_timeout_ms}"
                 )
             # The args a handler gets are the ones the ledger records, with or without one.
             args = exact_json_object(args, "args")
@@ -461,14 +471,23 @@ class Session:
         resolved = [key for key in predicate.keys if key not in predicate.source]
         if resolved:  # placeholders filled from the args: say which keys it reads
             transition.waiting_on += f" (on {', '.join(resolved)})"
-        outcome = await verify(
-            predicate,
-            self.store,
-            before=transition.before,
-            options=options,
-            clock=self.clock,
-            redaction=self.redaction,
-        )
+        try:
+            outcome = await verify(
+                predicate,
+                self.store,
+                before=transition.before,
+                options=options,
+                clock=self.clock,
+                redaction=self.redaction,
+            )
+        except Exception as error:  # never leave a pending answer that nothing will settle
+            if not transition.phase.terminal:
+                transition.error = escape_surrogates(
+                    f"the verification could not run ({type(error).__name__}: {error}), so "
+                    "nothing established the effect"
+                )
+                self._finish(transition, Phase.FAILED)
+            return
         if transition.phase.terminal:
             return
         transition.outcome = outcome
@@ -689,6 +708,7 @@ class Session:
         waiting on when the session closed: nothing more will be observed of it, and the
         ledger records that rather than a fire that never settles.
         """
+        self.closed = True
         self._subscription.cancel()
         for task in list(self.tasks):
             task.cancel()
@@ -704,6 +724,35 @@ class Session:
             )
             with contextlib.suppress(LedgerError):  # evidence that stopped takes no more
                 self._finish(transition, Phase.UNOBSERVABLE)
+
+
+def resolve_thresholds(
+    given: Mapping[Reversibility, float] | Mapping[str, float] | None,
+) -> dict[Reversibility, float]:
+    """The confidence each tier needs: the defaults, with ``given`` over them; a tier that is
+    not one, or a threshold that is not a number from 0 to 1, is a ``WrongTypeError``."""
+    if given is not None and not isinstance(given, Mapping):
+        raise WrongTypeError(
+            f"thresholds must map tiers to numbers, not {type(given).__name__}",
+            parameter="thresholds",
+        )
+    thresholds = dict(DEFAULT_THRESHOLDS)
+    tiers = ", ".join(tier.value for tier in Reversibility)
+    for key, value in (given or {}).items():
+        try:
+            tier = Reversibility(key)
+        except ValueError:
+            raise WrongTypeError(
+                f"thresholds: {key!r} is not a reversibility tier; tiers are {tiers}",
+                parameter="thresholds",
+            ) from None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise WrongTypeError(
+                f"thresholds: {tier.value} must be a number from 0 to 1, not {value!r}",
+                parameter="thresholds",
+            )
+        thresholds[tier] = float(value)
+    return thresholds
 
 
 def _article(word: str) -> str:

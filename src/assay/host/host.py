@@ -30,7 +30,7 @@ from assay.expr.predicate import Predicate
 from assay.graph.answers import answer_from_evidence
 from assay.graph.declaration import Reversibility
 from assay.graph.result import Answer, FireResult
-from assay.graph.session import DEFAULT_THRESHOLDS, Session
+from assay.graph.session import Session, resolve_thresholds
 from assay.host.application import Application, ConnectContext, Connection
 from assay.host.evidence import DurableEvidence
 from assay.host.idempotency import IdempotencyCache
@@ -73,7 +73,7 @@ class Host:
         ledger: Ledger,
         *,
         clock: Clock = SYSTEM_CLOCK,
-        thresholds: Mapping[Reversibility | str, float] | None = None,
+        thresholds: Mapping[Reversibility, float] | Mapping[str, float] | None = None,
         redaction: Redaction | None = None,
         session_idle_s: float | None = DEFAULT_SESSION_IDLE_S,
     ) -> None:
@@ -93,10 +93,7 @@ class Host:
         self.ledger = ledger
         self.clock = clock
         self.redaction = redaction or Redaction(application.redaction)
-        self.thresholds: dict[Reversibility | str, float] = {}
-        for given in (DEFAULT_THRESHOLDS, thresholds or {}):
-            for key, value in given.items():
-                self.thresholds[Reversibility(key)] = value
+        self.thresholds: dict[Reversibility, float] = resolve_thresholds(thresholds)
         self.evidence = DurableEvidence(ledger)
         self.sessions: dict[str, Session] = {}
         self.session_idle_s = session_idle_s
