@@ -383,3 +383,33 @@ def test_nan_and_infinity_are_values_not_missing_keys_in_a_narrative() -> None:
     # A state key of that name shadows the value, and is narrated as any key.
     shadowed = run_verification(compile_expression("Infinity > 1"), {"Infinity": 0}, nothing)
     assert shadowed.narrative.startswith("Infinity remained 0 after 1 poll cycle")
+
+
+def test_a_change_under_a_read_key_is_not_blamed_on_other_keys() -> None:
+    # It said "while other keys changed. The action may have changed something other than
+    # what was checked", of the very key checked, whose length had stayed the same.
+    async def script(store: StateStore, clock: VirtualClock) -> None:
+        await clock.advance(0.2)
+        store.report({"secret.token": "hunter3"})
+
+    outcome = run_verification(
+        compile_expression("secret.token.length > 100"), {"secret": {"token": "hunter2"}}, script
+    )
+    assert outcome.narrative == (
+        "secret.token.length remained 7 after 2 poll cycles (5000ms), while secret.token "
+        "changed, which it does not read."
+    )
+
+
+def test_a_contract_narrates_length_as_the_key_it_reads() -> None:
+    # A contract on items.length (a key, in the declarative form: arrays have none) said it
+    # "changed from 0 to 1" while its own evidence saw nothing there.
+    async def script(store: StateStore, clock: VirtualClock) -> None:
+        await clock.advance(0.2)
+        store.report({"items": [1]})
+
+    outcome = run_verification(
+        compile_contract({"items.length": {"gte": 5}}), {"items": []}, script
+    )
+    assert "changed from 0 to 1" not in outcome.narrative
+    assert outcome.narrative.startswith("items.length is missing")

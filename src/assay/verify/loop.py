@@ -162,6 +162,7 @@ def _outcome(
         changed=changed,
         redaction=redaction,
         after_action=after_action,
+        lengths=not isinstance(predicate, Contract),
     )
     return VerificationOutcome(
         passed=passed,

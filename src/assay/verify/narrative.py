@@ -43,6 +43,9 @@ class Observation:
     redaction: Redaction
     after_action: bool = True
     """Whether an action preceded the verification: a bare check has no action to blame."""
+    lengths: bool = True
+    """Whether ``.length`` reads an array's or a string's length, as in an expression; in a
+    declarative contract it is a key like any other."""
 
 
 def narrate(observation: Observation) -> str:
@@ -84,6 +87,9 @@ def narrate(observation: Observation) -> str:
     read_changed = any(read.changed for read in reads)
     others = _other_changes(observation)
     if not read_changed:
+        if others is None:  # what changed is under a key it reads, but not what it reads
+            within = _changed_keys(observation)
+            return f"{clauses} {timing}, while {within} changed, which it does not read.{why}"
         blame = " The action may have changed something other than what was checked."
         return f"{clauses} {timing}, while {others} changed.{blame if action else ''}{why}"
     text = f"{clauses} {timing}, but the {observation.subject.lower()} still evaluated to false"
@@ -110,11 +116,12 @@ class _Read:
         self.key = key
         self.segments = parse_path(key)
         self.redaction = observation.redaction
-        self.before = read_path(observation.before, self.segments, lengths=True)
+        lengths = observation.lengths
+        self.before = read_path(observation.before, self.segments, lengths=lengths)
         if observation.after is observation.before:
             self.after, self.changed = self.before, False
         else:
-            self.after = read_path(observation.after, self.segments, lengths=True)
+            self.after = read_path(observation.after, self.segments, lengths=lengths)
             self.changed = not _same(self.before, self.after)
 
     @property
@@ -145,7 +152,9 @@ def _same(before: PathRead, after: PathRead) -> bool:
     return before.value is after.value or json_equal(before.value, after.value)
 
 
-def _other_changes(observation: Observation) -> str:
+def _other_changes(observation: Observation) -> str | None:
+    """The changed keys unrelated to those read, named; ``None`` when every change is under
+    or over a key it reads."""
     read = [parse_path(key) for key in observation.keys]
     names: list[str] = []
     for change in observation.changed:
@@ -153,10 +162,18 @@ def _other_changes(observation: Observation) -> str:
         if any(_related(segments, key) for key in read):
             continue
         names.append(change.key)
+    return _named(names) if names else None
+
+
+def _changed_keys(observation: Observation) -> str:
+    return _named([change.key for change in observation.changed])
+
+
+def _named(names: Sequence[str]) -> str:
     shown = ", ".join(names[:_MAX_NAMED])
     if len(names) > _MAX_NAMED:
         shown += f" and {len(names) - _MAX_NAMED} more"
-    return shown or "other keys"
+    return shown
 
 
 def _related(a: Sequence[str], b: Sequence[str]) -> bool:
