@@ -1106,3 +1106,32 @@ def test_a_verification_that_raises_settles_failed_saying_so(
         "established the effect",
     )
     assert not tasks
+
+
+def test_a_written_key_with_a_placeholder_counts_for_coverage_by_its_fixed_part() -> None:
+    # Coverage ignored orders.{order_id}.status: with no orders at all it read 1.0, and an
+    # irreversible fire went ahead on a state that held none of what it writes.
+    pages = {
+        "desk": {
+            "actions": {
+                "cancel": {
+                    "does": "Cancel an order",
+                    "writes": ["orders.{order_id}.status", "{tenant}.audit", "log.last"],
+                    "verify": {"orders.{order_id}.status": "cancelled"},
+                    "reversibility": "irreversible",
+                }
+            }
+        }
+    }
+    graph = build_navigation_graph("shop", pages=pages)
+    assert graph.declared_writes() == ["orders", "log.last"]
+
+    async def main(clock: VirtualClock) -> Any:
+        s = graph.create_session(node="desk", state={"log": {"last": 1}}, clock=clock)
+        s.register_actions("desk", handlers={"cancel": lambda args: None})
+        return s.fire("desk.cancel", {"order_id": "A1", "tenant": "t"})
+
+    refused = run(main)
+    assert refused.refusal == "low_confidence"
+    assert refused.refusal_figures is not None
+    assert refused.refusal_figures.coverage == 0.5

@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from assay.redaction import Redaction
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+"""A ``{name}`` placeholder in a key, filled from a fire's arguments; group 1 is the name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +186,7 @@ def compile_contract(mapping: Mapping[str, Any], *, redaction: Redaction | None 
         if not isinstance(key, str):
             raise ContractError(f"contract key {key!r} must be a string path", key=str(key))
         segments = parse_path(key)
-        names.update(name for segment in segments for name in _PLACEHOLDER.findall(segment))
+        names.update(name for segment in segments for name in PLACEHOLDER.findall(segment))
         if isinstance(value, Mapping) and not _is_arg(value):
             check_operator_names(key, value)
             operators = list(value.items())
@@ -253,7 +254,7 @@ def _bind_spec(spec: _Spec, args: Mapping[str, Any]) -> _Spec:
             key=spec.key,
         )
 
-    segments = tuple(_PLACEHOLDER.sub(segment_value, segment) for segment in spec.segments)
+    segments = tuple(PLACEHOLDER.sub(segment_value, segment) for segment in spec.segments)
     operand = spec.operand
     if isinstance(operand, Arg):
         name = operand.name

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Any
 
 from assay.expr import Expression
-from assay.expr.contract import Contract
+from assay.expr.contract import PLACEHOLDER, Contract
 from assay.expr.path import format_path, json_type_name, parse_path
 from assay.expr.predicate import Check, Predicate, require_state
-
-_PLACEHOLDER: Final = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class ArgsPredicate:
@@ -99,4 +97,4 @@ def fill(template: str, args: Mapping[str, Any]) -> str:
             f"string or an integer, got {json_type_name(value)}"
         )
 
-    return format_path(_PLACEHOLDER.sub(segment_value, segment) for segment in parse_path(template))
+    return format_path(PLACEHOLDER.sub(segment_value, segment) for segment in parse_path(template))

@@ -19,12 +19,11 @@ from jsonschema.exceptions import SchemaError, best_match
 
 from assay.errors import ContractError, ExpressionSyntaxError, GraphError
 from assay.expr import Expression, compile_expression
-from assay.expr.contract import Contract, compile_contract
+from assay.expr.contract import PLACEHOLDER, Contract, compile_contract
 from assay.expr.path import parse_path
 from assay.state.canonical import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
 
 _NAME: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*\Z")
-_PLACEHOLDER: Final = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _ACTION_FIELDS: Final = frozenset(
     {
         "does",
@@ -130,7 +129,7 @@ def parse_action(page: str, name: str, raw: Any) -> ActionSpec:
     to = raw.get("to")
     if to is not None and not isinstance(to, str):
         raise fail("to", f"expected a page name, got {to!r}")
-    placeholders = frozenset(match for key in writes for match in _PLACEHOLDER.findall(key)) | (
+    placeholders = frozenset(match for key in writes for match in PLACEHOLDER.findall(key)) | (
         contract.placeholders if contract is not None else frozenset()
     )
     return ActionSpec(
@@ -216,7 +215,7 @@ def _check_keys_within_writes(
 
 def _generic(path: Sequence[str]) -> tuple[str | None, ...]:
     """A path with placeholder segments as wildcards (``None``)."""
-    return tuple(None if _PLACEHOLDER.fullmatch(segment) else segment for segment in path)
+    return tuple(None if PLACEHOLDER.fullmatch(segment) else segment for segment in path)
 
 
 def _related_generic(a: Sequence[str | None], b: Sequence[str | None]) -> bool:

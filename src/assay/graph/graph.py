@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from assay.errors import GraphError
+from assay.expr.contract import PLACEHOLDER
+from assay.expr.path import format_path, parse_path
 from assay.graph.declaration import ActionSpec, check_name, parse_action
 
 if TYPE_CHECKING:
@@ -49,11 +51,17 @@ class NavigationGraph:
         return [page for page, actions in self.pages.items() if name in actions]
 
     def declared_writes(self) -> list[str]:
-        """Every key any action declares it writes (for coverage), placeholders excluded."""
+        """Every key any action declares it writes (for coverage). A key with a placeholder
+        counts by the part before it: ``orders.{order_id}.status`` by ``orders``, the
+        collection that must be there for any order to be seen (one that starts with a
+        placeholder names nothing fixed, and does not count)."""
         keys: list[str] = []
         for actions in self.pages.values():
             for spec in actions.values():
-                keys.extend(key for key in spec.writes if "{" not in key and key not in keys)
+                for key in spec.writes:
+                    fixed = _fixed_prefix(key)
+                    if fixed is not None and fixed not in keys:
+                        keys.append(fixed)
         return keys
 
     def create_session(
@@ -102,3 +110,14 @@ def _folded(name: str) -> str:
 
 
 _SEPARATORS: Final = re.compile(r"[-_\s]")
+
+
+def _fixed_prefix(key: str) -> str | None:
+    """``key`` up to its first segment holding a placeholder; ``None`` if that is the first."""
+    segments = parse_path(key)
+    fixed: list[str] = []
+    for segment in segments:
+        if PLACEHOLDER.search(segment):
+            break
+        fixed.append(segment)
+    return format_path(fixed) if fixed else None
