@@ -483,6 +483,7 @@ async def test_a_ledger_that_fails_is_503_and_once_evidence_stops_no_retry_is_of
         body = _problem(read, 503, "ledger-unavailable")
         assert read.headers["retry-after"] == "1"  # a read may work again
         assert body["detail"].endswith("nothing was acknowledged, so retry once the ledger is back")
+        assert (await http.get("/healthz")).status_code == 200  # a read failing stops nothing
         for _ in range(2):  # the store that fails, then the fire refused before it runs
             fired = await http.post("/v1/actions", json=sent)
             body = _problem(fired, 503, "ledger-unavailable")
@@ -490,3 +491,8 @@ async def test_a_ledger_that_fails_is_503_and_once_evidence_stops_no_retry_is_of
             assert body["detail"].endswith(
                 "restart once the ledger is back; nothing was acknowledged"
             )
+        # It said "ok" while refusing everything: a load balancer kept routing to it.
+        health = await http.get("/healthz")
+        assert health.status_code == 503
+        assert health.json()["status"] == "evidence-stopped"
+        assert "restart once the ledger is back" in health.json()["error"]

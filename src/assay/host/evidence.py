@@ -109,6 +109,11 @@ class DurableEvidence:
         await future
 
     @property
+    def failure(self) -> LedgerError | None:
+        """Why evidence stopped being recorded, once it has (see the module's notes)."""
+        return self._failure
+
+    @property
     def pending(self) -> int:
         """Entries queued and not yet stored."""
         with self._lock:

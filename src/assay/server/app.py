@@ -12,9 +12,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from fastapi import FastAPI, Request
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from starlette import types as asgi
 from starlette.exceptions import HTTPException
+from starlette.responses import JSONResponse, Response
 
 from assay import __version__
 from assay.host import Host
@@ -40,11 +41,15 @@ available here), with its figures; 400 bad input. With tokens configured, send
 
 
 class Health(BaseModel):
-    """``GET /healthz``: the daemon is up and which application it hosts."""
+    """``GET /healthz``: the daemon is up and which application it hosts; ``status`` is
+    ``ok``, or ``evidence-stopped`` (503) once its ledger failed and it refuses to act."""
 
     status: str
     app: str
     version: str
+    error: str | None = Field(
+        default=None, description="evidence-stopped: the failure, and that a restart is needed"
+    )
 
 
 class Daemon(FastAPI):
@@ -117,9 +122,23 @@ def create_app(
         timeline_routes(host.ledger, app=host.graph.app, guard=_timeline_guard)
     )
 
-    @app.get("/healthz", response_model=Health, tags=["daemon"], summary="Liveness, no auth")
-    async def healthz() -> Health:
-        return Health(status="ok", app=host.graph.app, version=__version__)
+    @app.get(
+        "/healthz",
+        response_model=Health,
+        responses={503: {"model": Health, "description": "Evidence stopped: restart it"}},
+        tags=["daemon"],
+        summary="Liveness, no auth",
+    )
+    async def healthz() -> Response:
+        failure = host.evidence.failure
+        if failure is None:
+            health = Health(status="ok", app=host.graph.app, version=__version__)
+            return JSONResponse(health.model_dump())
+        # It refuses every action and verify until restarted: not a daemon to route to.
+        stopped = Health(
+            status="evidence-stopped", app=host.graph.app, version=__version__, error=str(failure)
+        )
+        return JSONResponse(stopped.model_dump(), status_code=503)
 
     shaped: dict[str, Any] = {}
 
