@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from adversarial import CASES, Case
-from assay import UNDEFINED, ExpressionError, compile_expression
+from assay import UNDEFINED, ExpressionError, ExpressionLimitError, Limits, compile_expression
 
 JSON_TYPES = (dict, list, str, int, float, bool, type(None))
 
@@ -95,3 +95,143 @@ def test_non_json_values_in_the_state_are_never_looked_into() -> None:
         compile_expression("a.x").evaluate(_state_with_python_object())
     with pytest.raises(ExpressionError, match="not a JSON value"):
         compile_expression("a + 1").evaluate(_state_with_python_object())
+
+
+SECRET = "hunterSECRET"
+SECRET_NUMBER = 73_914_662
+SECRET_STATE: dict[str, Any] = {
+    "secret": {"token": SECRET, "pin": SECRET_NUMBER, "flag": True, "list": [SECRET]},
+    "pub": {"k": 5, "s": "public", "o": {}, "a": [1, 2]},
+}
+LEAKING = [
+    "'a' in secret.token",
+    "'a' in secret.pin",
+    "'a' in secret.flag",
+    "secret.token in pub.k",
+    "secret.pin in pub.s",
+    "secret.list in pub.s",
+    "secret.token in secret.token",
+    "secret.token.some(x => x)",
+    "secret.pin.map(x => x)",
+    "secret.token.join()",
+    "secret.pin.includes(1)",
+    "secret.flag.at(0)",
+    "secret.list[0].filter(x => x)",
+    "pub.missing[secret.token]",
+    "pub.missing[secret.pin].x",
+    "pub?.missing[secret.token]",
+    "pub.o[secret.token].x",
+    "pub.o[secret.token][secret.pin]",
+    "pub.a[secret.pin].x",
+    "(secret.token + 'x').q.r",
+    "(secret.pin + 1).q.r",
+    "secret.list.map(x => x.y.z)",
+    "secret.list.filter(x => x in pub.k)",
+    "secret.list.some(x => pub.k in x)",
+    "Object.keys(secret.token).map(k => pub.none[k])",
+    "Object.entries(secret).find(e => e[1].q.r)",
+    "String(secret.token).q.r",
+    "[secret.token][0].x.y",
+    "(secret.token ?? 1).x.y",
+    "(pub.k ? secret.token : 1).x.y",
+]
+
+
+@pytest.mark.parametrize("source", LEAKING)
+def test_evaluation_errors_never_show_a_state_value(source: str) -> None:
+    check = compile_expression(source).check(SECRET_STATE)
+    assert check.error is not None, f"{source} did not fail"
+    for secret in (SECRET, str(SECRET_NUMBER), "hunter"):
+        assert secret not in check.error, f"{source} leaked a value: {check.error}"
+
+
+CUBE = {"a": list(range(300))}
+SHARED = "a.map(x => a.map(y => a))"  # 300 x 300 references to one array: 27M numbers
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        f"String({SHARED}) == ''",
+        f"{SHARED}.join() == ''",
+        f"{SHARED}.join('') == ''",
+        f"{SHARED} == ''",
+        f"{SHARED} < ''",
+        f"{SHARED} + ''",
+        f"{SHARED} - 1",
+        f"-{SHARED}",
+        f"Number({SHARED})",
+        f"Math.max({SHARED})",
+        f"isNaN({SHARED})",
+        f"'x'.includes({SHARED})",
+        f"'x'.slice({SHARED})",
+        f"a[{SHARED}]",
+        f"{SHARED} in a",
+        f"[{SHARED}].join()",
+    ],
+)
+def test_converting_a_shared_array_to_a_string_stops_at_the_string_limit(source: str) -> None:
+    with pytest.raises(ExpressionLimitError) as caught:
+        compile_expression(source).evaluate(CUBE)
+    assert caught.value.limit == "max_string_length"
+    assert "converting an array to a string would produce more than 1000000 characters" in str(
+        caught.value
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "String(a)",
+        "a == 'x'",
+        "a < 'x'",
+        "a + ''",
+        "a * 1",
+        "+a",
+        "Number(a)",
+        "'x'.startsWith(a)",
+        "o[a]",
+        "a in o",
+        "a.join()",
+        "[a, a].join('')",
+    ],
+)
+def test_every_conversion_obeys_a_configured_string_limit(source: str) -> None:
+    state = {"a": list(range(100)), "o": {}}  # 289 characters as a string
+    limits = Limits(max_string_length=200)
+    with pytest.raises(ExpressionLimitError) as caught:
+        compile_expression(source, limits=limits).evaluate(state)
+    assert (caught.value.limit, caught.value.bound) == ("max_string_length", 200)
+    compile_expression(source).evaluate(state)  # within the default limit
+
+
+def test_converting_arrays_counts_the_elements_visited() -> None:
+    # 600 arrays holding one empty array each: no characters, 1,200 elements to visit.
+    state = {"a": [[[]] for _ in range(600)]}
+    source = "a.join('') == ''"
+    with pytest.raises(ExpressionLimitError, match="or visit more than as many elements"):
+        compile_expression(source, limits=Limits(max_string_length=1_000)).evaluate(state)
+    assert compile_expression(source).evaluate(state) is True
+
+
+def test_a_shared_array_within_the_limit_converts_as_javascript_does() -> None:
+    state = {"a": [1, [2, None]], "b": []}
+    assert compile_expression("String([a, a, b, [b]]) + '|' + [a, a].join(';')").evaluate(
+        state
+    ) == ("1,2,,1,2,,," + "|" + "1,2,;1,2,")
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "Object.keys(o).map(k => Object.keys(o))",
+        "Object.keys(o).map(k => Object.values(o))",
+        "a.map(x => Object.entries(o))",
+        "a.some(x => Object.entries(o).length < 0)",
+    ],
+)
+def test_object_keys_values_and_entries_count_their_elements_in_callbacks(source: str) -> None:
+    state = {"o": {f"k{i}": i for i in range(3_000)}, "a": list(range(60))}
+    with pytest.raises(ExpressionLimitError) as caught:
+        compile_expression(source).evaluate(state)
+    assert caught.value.limit == "max_steps"

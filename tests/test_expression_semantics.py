@@ -248,7 +248,18 @@ def test_value_matches_javascript(source: str, expected: Any) -> None:
         ("drone.mode.includes.x", "drone.mode.includes is undefined (reading 'x')"),
         ("inbox.sent_count.includes(1)", "inbox.sent_count.includes is not a function"),
         ("obj.some(x => x)", "obj.some is not a function (obj is an object)"),
-        ("'a' in drone.mode", "cannot use 'in' to search for 'a' in drone.mode"),
+        ("drone.mode.some(x => x)", "drone.mode.some is not a function (drone.mode is a string)"),
+        (
+            "'a' in drone.mode",
+            "cannot use 'in' to look for a key in drone.mode, which is a string; "
+            "the right side of 'in' must be an object or an array",
+        ),
+        ("obj.x[drone.mode].y", "obj.x is undefined (reading [drone.mode])"),
+        ("obj.x['y']", "obj.x is undefined (reading 'y')"),
+        ("(drone.mode + 'x').q.r", "(drone.mode + 'x').q is undefined (reading 'r')"),
+        ("(obj.x).y", "(obj.x) is undefined (reading 'y')"),
+        ("((obj.q)).r", "((obj.q)) is undefined (reading 'r')"),
+        ("(obj)?.x.y", "(obj)?.x is undefined (reading 'y')"),
         ("Object.keys(n)", "Object.keys cannot convert null to an object"),
     ],
 )

@@ -26,6 +26,7 @@ class _Link:
 
     kind: str
     optional: bool
+    start: int
     end: int
     key: str = ""
     index: Node | None = None
@@ -58,7 +59,12 @@ class ChainCompiler(Emitter):
                 assert isinstance(callee, Member) and isinstance(callee.prop, str)
                 links.append(
                     _Link(
-                        "method", callee.optional, current.end, key=callee.prop, args=current.args
+                        "method",
+                        callee.optional,
+                        current.start,
+                        current.end,
+                        key=callee.prop,
+                        args=current.args,
                     )
                 )
                 current = callee.obj
@@ -68,9 +74,13 @@ class ChainCompiler(Emitter):
                     prop = prop.value
                 if isinstance(prop, str):
                     kind = "length" if prop == "length" else "key"
-                    links.append(_Link(kind, current.optional, current.end, key=prop))
+                    links.append(
+                        _Link(kind, current.optional, current.start, current.end, key=prop)
+                    )
                 else:
-                    links.append(_Link("index", current.optional, current.end, index=prop))
+                    links.append(
+                        _Link("index", current.optional, current.start, current.end, index=prop)
+                    )
                 current = current.obj
             elif isinstance(current, Chain) and current is node:
                 current = current.expression
@@ -81,8 +91,8 @@ class ChainCompiler(Emitter):
 
     def chain(self, node: Node) -> Value:
         base, links = self.flatten(node)
-        start = base.start
-        texts = [self.source[start : base.end]] + [self.source[start : link.end] for link in links]
+        # The text of what each link reads from: the base, then the chain up to each link.
+        texts = [self.text(base)] + [self.source[link.start : link.end] for link in links]
         if isinstance(base, Identifier) and self.lookup_param(base.name) is None:
             if base.name in GLOBAL_VALUES:
                 current = self.atom(
@@ -95,7 +105,7 @@ class ChainCompiler(Emitter):
                     )
                 )
             else:
-                links.insert(0, _Link("key", False, base.end, key=base.name))
+                links.insert(0, _Link("key", False, base.start, base.end, key=base.name))
                 texts.insert(0, "")
                 current = Value(py.name("state"))
         elif isinstance(base, Identifier):
@@ -160,7 +170,18 @@ class ChainCompiler(Emitter):
             elif link.kind == "index":
                 assert link.index is not None
                 key = self.atom(self.value(link.index))
-                current = Value(py.call("_get_member", obj.expr, key.expr, ast.Constant(text)))
+                # A computed key is named by its text in errors: its value may be a secret.
+                key_text = None if isinstance(link.index, Literal) else self.text(link.index)
+                current = Value(
+                    py.call(
+                        "_get_member",
+                        obj.expr,
+                        key.expr,
+                        ast.Constant(text),
+                        self.max_string,
+                        ast.Constant(key_text),
+                    )
+                )
             else:
                 current = self.method(obj, link, text)
             position += 1
@@ -208,7 +229,7 @@ class ChainCompiler(Emitter):
             ast.Constant(name),
             arg_tuple,
             ast.Constant(text),
-            ast.Constant(self.limits.max_string_length),
+            self.max_string,
         )
         kind = "bool" if name in _BOOLEAN_METHODS else "any"
         if (

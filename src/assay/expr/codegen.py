@@ -127,8 +127,12 @@ class CodeGenerator(ChainCompiler):
             )
         )
         args = [self.atom(self.value(arg)).expr for arg in node.args]
-        result = self.atom(Value(py.call(f"_g_{qualified.replace('.', '_')}", *args)))
-        if args:
+        function = f"_g_{qualified.replace('.', '_')}"
+        result = self.atom(Value(py.call(function, self.max_string, *args)))
+        if qualified in _PRODUCERS:
+            # Their arrays are built in Python, element by element: an entry is three values.
+            self.charge_elements(result.expr, _PRODUCERS[qualified])
+        elif args:
             self.charge_cost(args[0], result.expr)
         kind = {
             "Array.isArray": "bool",
@@ -146,7 +150,7 @@ class CodeGenerator(ChainCompiler):
         if node.op == "typeof":
             return Value(py.call("_typeof", operand.expr), "string")
         function = "_neg" if node.op == "-" else "_pos"
-        return Value(py.call(function, operand.expr), "number")
+        return Value(py.call(function, operand.expr, self.max_string), "number")
 
     def binary(self, node: Binary) -> Value:
         left = self.atom(self.value(node.left))
@@ -160,19 +164,15 @@ class CodeGenerator(ChainCompiler):
             return self.relational(op, left, right)
         if op == "in":
             text = ast.Constant(self.text(node.right))
-            return Value(py.call("_has_property", left.expr, right.expr, text), "bool")
-        if op == "+":
-            result = self.atom(
-                Value(
-                    py.call(
-                        "_add", left.expr, right.expr, ast.Constant(self.limits.max_string_length)
-                    )
-                )
+            return Value(
+                py.call("_has_property", left.expr, right.expr, text, self.max_string), "bool"
             )
+        if op == "+":
+            result = self.atom(Value(py.call("_add", left.expr, right.expr, self.max_string)))
             self.charge_cost(result.expr)
             return result
         function = {"-": "_sub", "*": "_mul", "/": "_div", "%": "_mod"}[op]
-        return Value(py.call(function, left.expr, right.expr), "number")
+        return Value(py.call(function, left.expr, right.expr, self.max_string), "number")
 
     @staticmethod
     def negated(value: Value, negate: bool) -> Value:
@@ -214,7 +214,7 @@ class CodeGenerator(ChainCompiler):
             if not isinstance(other.expr, ast.Constant):
                 continue
             constant = other.expr.value
-            generic = py.call("_loose_eq", subject.expr, other.expr)
+            generic = py.call("_loose_eq", subject.expr, other.expr, self.max_string)
             if type(constant) is str:
                 return Value(
                     ast.IfExp(
@@ -233,12 +233,12 @@ class CodeGenerator(ChainCompiler):
                     ast.IfExp(plain, py.compare(subject.expr, ast.Eq(), other.expr), generic),
                     "bool",
                 )
-        return Value(py.call("_loose_eq", left.expr, right.expr), "bool")
+        return Value(py.call("_loose_eq", left.expr, right.expr, self.max_string), "bool")
 
     def relational(self, op: str, left: Value, right: Value) -> Value:
         function = {"<": "_lt", ">": "_gt", "<=": "_le", ">=": "_ge"}[op]
         python_op: ast.cmpop = {"<": ast.Lt(), ">": ast.Gt(), "<=": ast.LtE(), ">=": ast.GtE()}[op]
-        generic = py.call(function, left.expr, right.expr)
+        generic = py.call(function, left.expr, right.expr, self.max_string)
         for subject, other in ((left, right), (right, left)):
             if (
                 isinstance(other.expr, ast.Constant)
@@ -286,6 +286,9 @@ class CodeGenerator(ChainCompiler):
         self.emit(ast.If(self.truthy(test), branches[0][0], branches[1][0]))
         kinds = {value.kind for _, value in branches}
         return Value(py.name(result), kinds.pop() if len(kinds) == 1 else "any")
+
+
+_PRODUCERS = {"Object.keys": 1, "Object.values": 1, "Object.entries": 3}
 
 
 def _is_number_constant(value: Any) -> bool:

@@ -105,6 +105,19 @@ class Emitter:
             )
         )
 
+    @property
+    def max_string(self) -> ast.Constant:
+        """``max_string_length``, as the argument of the helpers that may produce strings."""
+        return ast.Constant(self.limits.max_string_length)
+
+    def charge_elements(self, value: ast.expr, weight: int) -> None:
+        """Inside callbacks, charge ``weight`` steps per element of an array built in Python."""
+        if self.callback_depth > 0:
+            length = py.call("len", value)
+            self.charge(
+                length if weight == 1 else ast.BinOp(length, ast.Mult(), ast.Constant(weight))
+            )
+
     def charge_cost(self, *values: ast.expr) -> None:
         if self.callback_depth == 0:
             return

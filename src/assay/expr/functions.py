@@ -1,7 +1,8 @@
 """The global functions expressions may call: ``Object``, ``Math``, ``Number`` and the rest.
 
 Expressions reach them only as callees (``Math.max(a, b)``, ``Number(x)``); a state key with
-a global's name shadows it. ``NaN`` and ``Infinity`` are the only global values.
+a global's name shadows it. ``NaN`` and ``Infinity`` are the only global values. Each takes
+``max_string`` first, the bound on the strings it may produce or convert arrays to.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from assay.expr.values import (
     to_double,
     to_number,
     to_string,
+    type_name,
     unsupported,
 )
 
 
-def object_keys(*args: Any) -> list[Any]:
+def object_keys(max_string: int, *args: Any) -> list[Any]:
     """``Object.keys(value)``."""
     value = argument(args, 0)
     t = type(value)
@@ -41,7 +43,7 @@ def object_keys(*args: Any) -> list[Any]:
     return []
 
 
-def object_values(*args: Any) -> list[Any]:
+def object_values(max_string: int, *args: Any) -> list[Any]:
     """``Object.values(value)``."""
     value = argument(args, 0)
     t = type(value)
@@ -55,7 +57,7 @@ def object_values(*args: Any) -> list[Any]:
     return []
 
 
-def object_entries(*args: Any) -> list[Any]:
+def object_entries(max_string: int, *args: Any) -> list[Any]:
     """``Object.entries(value)``: ``[key, value]`` pairs."""
     value = argument(args, 0)
     t = type(value)
@@ -72,33 +74,33 @@ def object_entries(*args: Any) -> list[Any]:
 def _require_object_coercible(value: Any, function: str) -> None:
     if value is UNDEFINED or value is None:
         raise ExpressionEvaluationError(
-            f"{function} cannot convert {to_string(value)} to an object", path=None
+            f"{function} cannot convert {type_name(value)} to an object", path=None
         )
     if type(value) not in JSON_SCALARS:
         raise unsupported(value)
 
 
-def math_abs(*args: Any) -> float | int:
-    return abs(to_number(argument(args, 0)))
+def math_abs(max_string: int, *args: Any) -> float | int:
+    return abs(to_number(argument(args, 0), max_string))
 
 
-def math_floor(*args: Any) -> float:
-    x = to_double(argument(args, 0))
+def math_floor(max_string: int, *args: Any) -> float:
+    x = to_double(argument(args, 0), max_string)
     if x != x or x in (INF, -INF) or x == 0:
         return x
     return float(math.floor(x))
 
 
-def math_ceil(*args: Any) -> float:
-    x = to_double(argument(args, 0))
+def math_ceil(max_string: int, *args: Any) -> float:
+    x = to_double(argument(args, 0), max_string)
     if x != x or x in (INF, -INF) or x == 0:
         return x
     result = float(math.ceil(x))
     return -0.0 if result == 0 else result
 
 
-def math_round(*args: Any) -> float:
-    x = to_double(argument(args, 0))
+def math_round(max_string: int, *args: Any) -> float:
+    x = to_double(argument(args, 0), max_string)
     if x != x or x in (INF, -INF) or x == 0:
         return x
     if -0.5 <= x < 0:
@@ -107,8 +109,8 @@ def math_round(*args: Any) -> float:
     return float(floor + 1 if x - floor >= 0.5 else floor)
 
 
-def math_max(*args: Any) -> float | int:
-    numbers = [to_number(arg) for arg in args]
+def math_max(max_string: int, *args: Any) -> float | int:
+    numbers = [to_number(arg, max_string) for arg in args]
     result: float | int = -INF
     for number in numbers:
         if number != number:
@@ -118,8 +120,8 @@ def math_max(*args: Any) -> float | int:
     return result
 
 
-def math_min(*args: Any) -> float | int:
-    numbers = [to_number(arg) for arg in args]
+def math_min(max_string: int, *args: Any) -> float | int:
+    numbers = [to_number(arg, max_string) for arg in args]
     result: float | int = INF
     for number in numbers:
         if number != number:
@@ -129,7 +131,7 @@ def math_min(*args: Any) -> float | int:
     return result
 
 
-def number_is_integer(*args: Any) -> bool:
+def number_is_integer(max_string: int, *args: Any) -> bool:
     x = argument(args, 0)
     t = type(x)
     if t is int:
@@ -137,24 +139,24 @@ def number_is_integer(*args: Any) -> bool:
     return t is float and x == x and x not in (INF, -INF) and x == math.trunc(x)
 
 
-def global_number(*args: Any) -> int | float:
-    return to_number(args[0]) if args else 0
+def global_number(max_string: int, *args: Any) -> int | float:
+    return to_number(args[0], max_string) if args else 0
 
 
-def global_string(*args: Any) -> str:
-    return to_string(args[0]) if args else ""
+def global_string(max_string: int, *args: Any) -> str:
+    return to_string(args[0], max_string) if args else ""
 
 
-def global_boolean(*args: Any) -> bool:
+def global_boolean(max_string: int, *args: Any) -> bool:
     return to_boolean(args[0]) if args else False
 
 
-def global_is_nan(*args: Any) -> bool:
-    x = to_number(argument(args, 0))
+def global_is_nan(max_string: int, *args: Any) -> bool:
+    x = to_number(argument(args, 0), max_string)
     return x != x
 
 
-def array_is_array(*args: Any) -> bool:
+def array_is_array(max_string: int, *args: Any) -> bool:
     return type(argument(args, 0)) is list
 
 

@@ -16,28 +16,27 @@ from assay.expr.strings import JS_WHITESPACE, canonical, to_units
 from assay.expr.values import (
     JSON_SCALARS,
     UNDEFINED,
-    describe,
     join,
     strict_equal,
-    string_too_long,
     to_integer,
     to_string,
+    type_name,
     unsupported,
 )
 
 
-def _relative(position: Any, length: int, default: int) -> int:
+def _relative(position: Any, length: int, default: int, max_string: int) -> int:
     """A relative index argument (``slice``, ``at``) clamped into ``[0, length]``."""
     if position is UNDEFINED:
         return default
-    index = to_integer(position)
+    index = to_integer(position, max_string)
     if index < 0:
         return int(max(length + index, 0))
     return int(min(index, length))
 
 
-def _clamped(position: Any, length: int) -> int:
-    index = to_integer(position)
+def _clamped(position: Any, length: int, max_string: int) -> int:
+    index = to_integer(position, max_string)
     return int(min(max(index, 0), length))
 
 
@@ -47,40 +46,40 @@ def argument(args: tuple[Any, ...], index: int) -> Any:
 
 def string_includes(text: str, args: tuple[Any, ...], max_string: int) -> bool:
     units = to_units(text)
-    search = to_units(to_string(argument(args, 0)))
-    return units.find(search, _clamped(argument(args, 1), len(units))) != -1
+    search = to_units(to_string(argument(args, 0), max_string))
+    return units.find(search, _clamped(argument(args, 1), len(units), max_string)) != -1
 
 
 def string_index_of(text: str, args: tuple[Any, ...], max_string: int) -> int:
     units = to_units(text)
-    search = to_units(to_string(argument(args, 0)))
-    return units.find(search, _clamped(argument(args, 1), len(units)))
+    search = to_units(to_string(argument(args, 0), max_string))
+    return units.find(search, _clamped(argument(args, 1), len(units), max_string))
 
 
 def string_starts_with(text: str, args: tuple[Any, ...], max_string: int) -> bool:
     units = to_units(text)
-    search = to_units(to_string(argument(args, 0)))
-    return units.startswith(search, _clamped(argument(args, 1), len(units)))
+    search = to_units(to_string(argument(args, 0), max_string))
+    return units.startswith(search, _clamped(argument(args, 1), len(units), max_string))
 
 
 def string_ends_with(text: str, args: tuple[Any, ...], max_string: int) -> bool:
     units = to_units(text)
-    search = to_units(to_string(argument(args, 0)))
+    search = to_units(to_string(argument(args, 0), max_string))
     end = argument(args, 1)
-    end_index = len(units) if end is UNDEFINED else _clamped(end, len(units))
+    end_index = len(units) if end is UNDEFINED else _clamped(end, len(units), max_string)
     return units.endswith(search, 0, end_index)
 
 
 def string_slice(text: str, args: tuple[Any, ...], max_string: int) -> str:
     units = to_units(text)
-    start = _relative(argument(args, 0), len(units), 0)
-    end = _relative(argument(args, 1), len(units), len(units))
+    start = _relative(argument(args, 0), len(units), 0, max_string)
+    end = _relative(argument(args, 1), len(units), len(units), max_string)
     return canonical(units[start:end]) if units is not text else units[start:end]
 
 
 def string_at(text: str, args: tuple[Any, ...], max_string: int) -> Any:
     units = to_units(text)
-    index = to_integer(argument(args, 0))
+    index = to_integer(argument(args, 0), max_string)
     if index < 0:
         index += len(units)
     return units[int(index)] if 0 <= index < len(units) else UNDEFINED
@@ -118,7 +117,7 @@ def _find(items: list[Any], search: Any, start: int) -> int:
 
 def array_includes(items: list[Any], args: tuple[Any, ...], max_string: int) -> bool:
     search = argument(args, 0)
-    start = _relative(argument(args, 1), len(items), 0)
+    start = _relative(argument(args, 1), len(items), 0, max_string)
     if type(search) is float and search != search:
         return any(type(item) is float and item != item for item in items[start:])
     return _find(items, search, start) != -1
@@ -126,28 +125,23 @@ def array_includes(items: list[Any], args: tuple[Any, ...], max_string: int) -> 
 
 def array_index_of(items: list[Any], args: tuple[Any, ...], max_string: int) -> int:
     search = argument(args, 0)
-    return _find(items, search, _relative(argument(args, 1), len(items), 0))
+    return _find(items, search, _relative(argument(args, 1), len(items), 0, max_string))
 
 
 def array_join(items: list[Any], args: tuple[Any, ...], max_string: int) -> str:
     separator = argument(args, 0)
-    separator_text = "," if separator is UNDEFINED else to_string(separator)
-    if len(items) > 1 and len(separator_text) * (len(items) - 1) > max_string:
-        raise string_too_long(len(separator_text) * (len(items) - 1), max_string)
-    result = join(items, separator_text)
-    if len(result) > max_string:
-        raise string_too_long(len(result), max_string)
-    return result
+    separator_text = "," if separator is UNDEFINED else to_string(separator, max_string)
+    return join(items, separator_text, max_string)
 
 
 def array_slice(items: list[Any], args: tuple[Any, ...], max_string: int) -> list[Any]:
-    start = _relative(argument(args, 0), len(items), 0)
-    end = _relative(argument(args, 1), len(items), len(items))
+    start = _relative(argument(args, 0), len(items), 0, max_string)
+    end = _relative(argument(args, 1), len(items), len(items), max_string)
     return items[start:end]
 
 
 def array_at(items: list[Any], args: tuple[Any, ...], max_string: int) -> Any:
-    index = to_integer(argument(args, 0))
+    index = to_integer(argument(args, 0), max_string)
     if index < 0:
         index += len(items)
     return items[int(index)] if 0 <= index < len(items) else UNDEFINED
@@ -189,7 +183,7 @@ def not_a_function(receiver: Any, method: str, path: str) -> ExpressionEvaluatio
     if receiver is UNDEFINED or receiver is None:
         return nullish_read(receiver, method, path)
     return ExpressionEvaluationError(
-        f"{path}.{method} is not a function ({path} is {describe(receiver)})", path=path
+        f"{path}.{method} is not a function ({path} is {type_name(receiver)})", path=path
     )
 
 

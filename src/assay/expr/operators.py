@@ -2,7 +2,8 @@
 
 Compiled expressions call these for every case their inline fast paths do not cover. Each
 follows ECMA-262 for JSON values and raises ``ExpressionEvaluationError`` where JavaScript
-throws a TypeError, naming the expression text (``path``) at fault.
+throws a TypeError, naming the expression text (``path``) at fault and the type of what it
+found, never a value read from the state. ``max_string`` bounds the strings arrays convert to.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from assay.expr.values import (
     NAN,
     UNDEFINED,
     array_index,
-    describe,
     less_than,
     string_too_long,
     to_double,
@@ -26,6 +26,7 @@ from assay.expr.values import (
     to_primitive,
     to_property_key,
     to_string,
+    type_name,
     unsupported,
 )
 
@@ -36,21 +37,25 @@ def nullish_read(value: Any, key: str, path: str) -> ExpressionEvaluationError:
     return ExpressionEvaluationError(f"{path} is {what} (reading '{key}')", path=path)
 
 
-def get_member(obj: Any, key: Any, path: str) -> Any:
-    """``obj[key]`` for any value; ``path`` is the source text of ``obj``."""
+def get_member(obj: Any, key: Any, path: str, max_string: int, key_text: str | None = None) -> Any:
+    """``obj[key]`` for any value; ``path`` is the source text of ``obj``.
+
+    ``key_text`` is the source text of a computed key: a key read from the state is named by
+    it in an error, never shown.
+    """
     t = type(obj)
     if t is dict:
-        return obj.get(key if type(key) is str else to_property_key(key), UNDEFINED)
+        return obj.get(key if type(key) is str else to_property_key(key, max_string), UNDEFINED)
     if t is list:
         if type(key) is int:
             return obj[key] if 0 <= key < len(obj) else UNDEFINED
-        name = to_property_key(key)
+        name = to_property_key(key, max_string)
         if name == "length":
             return len(obj)
         index = array_index(name)
         return obj[index] if index is not None and index < len(obj) else UNDEFINED
     if t is str:
-        name = to_property_key(key)
+        name = to_property_key(key, max_string)
         if name == "length":
             return utf16_length(obj)
         index = array_index(name)
@@ -59,11 +64,14 @@ def get_member(obj: Any, key: Any, path: str) -> Any:
         units = to_units(obj)
         return units[index] if index < len(units) else UNDEFINED
     if obj is UNDEFINED or obj is None:
-        raise nullish_read(obj, to_property_key(key), path)
+        if key_text is not None:
+            what = "undefined" if obj is UNDEFINED else "null"
+            raise ExpressionEvaluationError(f"{path} is {what} (reading [{key_text}])", path=path)
+        raise nullish_read(obj, to_property_key(key, max_string), path)
     if t in JSON_SCALARS:
         if key is UNDEFINED or key is None:
             return UNDEFINED
-        to_property_key(key)
+        to_property_key(key, max_string)
         return UNDEFINED
     raise unsupported(obj)
 
@@ -71,7 +79,7 @@ def get_member(obj: Any, key: Any, path: str) -> Any:
 def get_path(obj: Any, keys: tuple[str, ...], paths: tuple[str, ...]) -> Any:
     """Read a chain of constant keys from ``obj``: ``obj.a.b`` is ``(("a", "b"), (t, t.a))``."""
     for key, path in zip(keys, paths, strict=True):
-        obj = get_member(obj, key, path)
+        obj = get_member(obj, key, path, 0)  # the keys are strings: nothing is converted
     return obj
 
 
@@ -79,22 +87,22 @@ def length_of(obj: Any, path: str) -> Any:
     """``obj.length``."""
     if type(obj) is list:
         return len(obj)
-    return get_member(obj, "length", path)
+    return get_member(obj, "length", path, 0)
 
 
-def has_property(key: Any, obj: Any, path: str) -> bool:
+def has_property(key: Any, obj: Any, path: str, max_string: int) -> bool:
     """``key in obj``: only arrays and objects can be searched."""
     t = type(obj)
     if t is dict:
-        return to_property_key(key) in obj
+        return to_property_key(key, max_string) in obj
     if t is list:
-        name = to_property_key(key)
+        name = to_property_key(key, max_string)
         if name == "length":
             return True
         index = array_index(name)
         return index is not None and index < len(obj)
     raise ExpressionEvaluationError(
-        f"cannot use 'in' to search for {describe(key)} in {path}, which is {describe(obj)}; "
+        f"cannot use 'in' to look for a key in {path}, which is {type_name(obj)}; "
         "the right side of 'in' must be an object or an array",
         path=path,
     )
@@ -106,33 +114,33 @@ def add(x: Any, y: Any, max_string: int) -> Any:
     ty = type(y)
     if (tx is int or tx is float) and (ty is int or ty is float):
         return float(x) + float(y)
-    px = to_primitive(x)
-    py = to_primitive(y)
+    px = to_primitive(x, max_string)
+    py = to_primitive(y, max_string)
     if type(px) is str or type(py) is str:
-        sx = px if type(px) is str else to_string(px)
-        sy = py if type(py) is str else to_string(py)
+        sx = px if type(px) is str else to_string(px, max_string)
+        sy = py if type(py) is str else to_string(py, max_string)
         if len(sx) + len(sy) > max_string:
             raise string_too_long(len(sx) + len(sy), max_string)
         if sx and sy and "\ud800" <= sx[-1] <= "\udbff":
             return canonical(sx + sy)
         return sx + sy
-    return float(to_number(px)) + float(to_number(py))
+    return float(to_number(px, max_string)) + float(to_number(py, max_string))
 
 
-def subtract(x: Any, y: Any) -> float:
+def subtract(x: Any, y: Any, max_string: int) -> float:
     """``x - y``."""
-    return to_double(x) - to_double(y)
+    return to_double(x, max_string) - to_double(y, max_string)
 
 
-def multiply(x: Any, y: Any) -> float:
+def multiply(x: Any, y: Any, max_string: int) -> float:
     """``x * y``."""
-    return to_double(x) * to_double(y)
+    return to_double(x, max_string) * to_double(y, max_string)
 
 
-def divide(x: Any, y: Any) -> float:
+def divide(x: Any, y: Any, max_string: int) -> float:
     """``x / y``: IEEE division, so dividing by zero gives an infinity or NaN."""
-    a = to_double(x)
-    b = to_double(y)
+    a = to_double(x, max_string)
+    b = to_double(y, max_string)
     try:
         return a / b
     except ZeroDivisionError:
@@ -141,41 +149,41 @@ def divide(x: Any, y: Any) -> float:
         return INF if (a > 0) == (math.copysign(1.0, b) > 0) else -INF
 
 
-def remainder(x: Any, y: Any) -> float:
+def remainder(x: Any, y: Any, max_string: int) -> float:
     """``x % y``: the remainder takes the sign of the dividend, as C's fmod."""
-    a = to_double(x)
-    b = to_double(y)
+    a = to_double(x, max_string)
+    b = to_double(y, max_string)
     try:
         return math.fmod(a, b)
     except ValueError:
         return NAN
 
 
-def negate(x: Any) -> float:
+def negate(x: Any, max_string: int) -> float:
     """``-x``."""
-    return -to_double(x)
+    return -to_double(x, max_string)
 
 
-def plus(x: Any) -> int | float:
+def plus(x: Any, max_string: int) -> int | float:
     """``+x``."""
-    return to_number(x)
+    return to_number(x, max_string)
 
 
-def less(x: Any, y: Any) -> bool:
+def less(x: Any, y: Any, max_string: int) -> bool:
     """``x < y``."""
-    return less_than(x, y) is True
+    return less_than(x, y, max_string) is True
 
 
-def greater(x: Any, y: Any) -> bool:
+def greater(x: Any, y: Any, max_string: int) -> bool:
     """``x > y``."""
-    return less_than(y, x) is True
+    return less_than(y, x, max_string) is True
 
 
-def less_equal(x: Any, y: Any) -> bool:
+def less_equal(x: Any, y: Any, max_string: int) -> bool:
     """``x <= y``."""
-    return less_than(y, x) is False
+    return less_than(y, x, max_string) is False
 
 
-def greater_equal(x: Any, y: Any) -> bool:
+def greater_equal(x: Any, y: Any, max_string: int) -> bool:
     """``x >= y``."""
-    return less_than(x, y) is False
+    return less_than(x, y, max_string) is False

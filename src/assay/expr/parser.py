@@ -8,6 +8,7 @@ only of the allowed methods and globals, arrow functions only as array-method ca
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Final
 
@@ -72,6 +73,7 @@ _RESERVED: Final = frozenset(
     try typeof var void while with yield let static implements interface package private
     protected public await""".split()
 )
+_POSTFIX: Final = frozenset({".", "?.", "[", "("})
 _CALLABLE_GLOBALS: Final = frozenset(name for name in GLOBAL_FUNCTIONS if "." not in name)
 _MAX_ARROW_PARAMS: Final = 3
 
@@ -325,7 +327,18 @@ class Parser:
         return Unary(token.start, operand.end, op, operand)
 
     def postfix(self) -> Node:
+        opening = self.peek
         node = self.primary()
+        following = self.peek
+        if (
+            opening.kind == following.kind == "punct"
+            and opening.text == "("
+            and following.text in _POSTFIX
+        ):
+            # The base of a chain spans its parentheses, so that the chain's text in
+            # messages keeps them: `(a + b).c`, not `a + b).c`.
+            closing = self.tokens[self.index - 1]
+            node = dataclasses.replace(node, start=opening.start, end=closing.end)
         optional_seen = False
         chained = 0
         while True:

@@ -18,7 +18,6 @@ from assay.expr.strings import JS_WHITESPACE, canonical, utf16_less
 __all__ = [
     "UNDEFINED",
     "Undefined",
-    "describe",
     "loose_equal",
     "number_to_string",
     "own_keys",
@@ -30,6 +29,7 @@ __all__ = [
     "to_primitive",
     "to_property_key",
     "to_string",
+    "type_name",
     "type_of",
 ]
 
@@ -81,17 +81,28 @@ def type_of(value: Any) -> str:
     return "object"
 
 
-def describe(value: Any) -> str:
-    """A short JavaScript-flavoured rendering of a value, for error messages."""
+def type_name(value: Any) -> str:
+    """A value's type with its article (``a string``, ``an array``, ``null``), for messages.
+
+    Error messages name paths and types, never values: they reach narratives, the ledger and
+    answers, where the redaction of state values cannot follow them.
+    """
     t = type(value)
     if t is str:
-        text = value if len(value) <= 40 else value[:37] + "..."
-        return repr(text)
+        return "a string"
+    if t is int or t is float:
+        return "a number"
+    if t is bool:
+        return "a boolean"
     if t is list:
         return "an array"
     if t is dict:
         return "an object"
-    return to_string(value)
+    if value is None:
+        return "null"
+    if value is UNDEFINED:
+        return "undefined"
+    return f"a {t.__name__}, which is not a JSON value"
 
 
 def to_boolean(value: Any) -> bool:
@@ -124,8 +135,11 @@ def _string_to_number(text: str) -> int | float:
     return NAN
 
 
-def to_number(value: Any) -> int | float:
-    """``Number(value)``: ToNumber. Integers from the state stay ``int``."""
+def to_number(value: Any, max_string: int) -> int | float:
+    """``Number(value)``: ToNumber. Integers from the state stay ``int``.
+
+    ``max_string`` (here and below) bounds the string an array is converted to on the way.
+    """
     t = type(value)
     if t is int or t is float:
         return value  # type: ignore[no-any-return]
@@ -138,22 +152,22 @@ def to_number(value: Any) -> int | float:
     if value is UNDEFINED:
         return NAN
     if t is list or t is dict:
-        return to_number(to_primitive(value))
+        return to_number(to_primitive(value, max_string), max_string)
     raise unsupported(value)
 
 
-def to_double(value: Any) -> float:
+def to_double(value: Any, max_string: int) -> float:
     """ToNumber as a Python float (integers beyond the float range become infinities)."""
-    number = to_number(value)
+    number = to_number(value, max_string)
     try:
         return float(number)
     except OverflowError:
         return INF if number > 0 else -INF
 
 
-def to_integer(value: Any) -> int | float:
+def to_integer(value: Any, max_string: int) -> int | float:
     """ToIntegerOrInfinity: NaN becomes 0, infinities stay, everything else truncates."""
-    number = to_number(value)
+    number = to_number(value, max_string)
     if type(number) is int:
         return number
     if number != number:
@@ -199,8 +213,8 @@ def number_to_string(number: int | float) -> str:
     return f"{head}e{sign}{abs(e)}"
 
 
-def to_string(value: Any, depth: int = 0) -> str:
-    """``String(value)``: ToString, arrays joined with commas (nesting bounded)."""
+def to_string(value: Any, max_string: int) -> str:
+    """``String(value)``: ToString, arrays joined with commas (see ``join`` for the bounds)."""
     t = type(value)
     if t is str:
         return value  # type: ignore[no-any-return]
@@ -213,7 +227,7 @@ def to_string(value: Any, depth: int = 0) -> str:
     if value is UNDEFINED:
         return "undefined"
     if t is list:
-        return join(value, ",", depth)
+        return join(value, ",", max_string)
     if t is dict:
         return "[object Object]"
     raise unsupported(value)
@@ -222,35 +236,88 @@ def to_string(value: Any, depth: int = 0) -> str:
 _MAX_JOIN_DEPTH: Final = 256
 
 
-def join(items: list[Any], separator: str, depth: int = 0) -> str:
-    """``items.join(separator)``: null and undefined elements become empty strings."""
+def join(items: list[Any], separator: str, max_string: int) -> str:
+    """``items.join(separator)``: null and undefined elements become empty strings.
+
+    Nested arrays are joined with commas. Arrays built by callbacks can share elements, so an
+    array's text can be far larger than the array: the conversion stops with
+    ``ExpressionLimitError`` as soon as it would produce more than ``max_string``
+    characters, or visit more than ``max_string`` elements. A nested array met again is
+    converted once.
+    """
+    return canonical(_join(items, separator, _Conversion(max_string), 0))
+
+
+class _Conversion:
+    """What one conversion may still produce and visit, and the nested arrays it has met."""
+
+    __slots__ = ("characters", "elements", "max_string", "seen")
+
+    def __init__(self, max_string: int) -> None:
+        self.max_string = max_string
+        self.characters = max_string
+        self.elements = max_string
+        self.seen: dict[int, str] = {}
+
+
+def _join(items: list[Any], separator: str, budget: _Conversion, depth: int) -> str:
     if depth > _MAX_JOIN_DEPTH:
         raise ExpressionLimitError(
             f"arrays nested deeper than {_MAX_JOIN_DEPTH} cannot be converted to a string",
             limit="max_depth",
             bound=_MAX_JOIN_DEPTH,
         )
-    parts = [
-        "" if item is None or item is UNDEFINED else to_string(item, depth + 1) for item in items
-    ]
-    return canonical(separator.join(parts))
+    count = len(items)
+    budget.elements -= count
+    if count > 1:
+        budget.characters -= len(separator) * (count - 1)
+    if budget.characters < 0 or budget.elements < 0:
+        raise conversion_too_long(budget.max_string)
+    seen = budget.seen
+    parts: list[str] = []
+    for item in items:
+        t = type(item)
+        if t is str:
+            part = item
+        elif t is int and -_MAX_SAFE <= item <= _MAX_SAFE:
+            part = str(item)
+        elif item is None or item is UNDEFINED:
+            parts.append("")
+            continue
+        elif t is list:
+            key = id(item)
+            if key in seen:
+                part = seen[key]
+            else:
+                # The ids stay valid: every array converted is held by ``items``.
+                part = _join(item, ",", budget, depth + 1)
+                seen[key] = part
+                parts.append(part)
+                continue  # its characters are counted already
+        else:
+            part = to_string(item, budget.max_string)
+        budget.characters -= len(part)
+        if budget.characters < 0:
+            raise conversion_too_long(budget.max_string)
+        parts.append(part)
+    return separator.join(parts)
 
 
-def to_primitive(value: Any) -> Any:
+def to_primitive(value: Any, max_string: int) -> Any:
     """ToPrimitive: arrays become their joined string, objects ``"[object Object]"``."""
     t = type(value)
     if t is list:
-        return join(value, ",")
+        return join(value, ",", max_string)
     if t is dict:
         return "[object Object]"
     return value
 
 
-def to_property_key(value: Any) -> str:
+def to_property_key(value: Any, max_string: int) -> str:
     """ToPropertyKey: the string a value names when used as a property key."""
     if type(value) is str:
         return value
-    return to_string(value)
+    return to_string(value, max_string)
 
 
 def array_index(key: str) -> int | None:
@@ -263,7 +330,7 @@ def array_index(key: str) -> int | None:
 
 def own_keys(obj: dict[str, Any]) -> list[str]:
     """An object's own keys in JavaScript order: array indices ascending, then the rest."""
-    indices = [key for key in obj if array_index(key) is not None]
+    indices = [key for key in obj if "0" <= key[:1] <= "9" and array_index(key) is not None]
     if not indices:
         return list(obj)
     indices.sort(key=int)
@@ -303,7 +370,7 @@ def _kind(value: Any) -> str:
     return "string" if t is str else "boolean"
 
 
-def loose_equal(x: Any, y: Any) -> bool:
+def loose_equal(x: Any, y: Any, max_string: int) -> bool:
     """``x == y``: IsLooselyEqual, with its conversions between types."""
     kx = _kind(x)
     ky = _kind(y)
@@ -314,25 +381,25 @@ def loose_equal(x: Any, y: Any) -> bool:
     if kx == "nullish" or ky == "nullish":
         return False
     if kx == "boolean":
-        return loose_equal(to_number(x), y)
+        return loose_equal(to_number(x, max_string), y, max_string)
     if ky == "boolean":
-        return loose_equal(x, to_number(y))
+        return loose_equal(x, to_number(y, max_string), max_string)
     if kx == "object":
-        return loose_equal(to_primitive(x), y)
+        return loose_equal(to_primitive(x, max_string), y, max_string)
     if ky == "object":
-        return loose_equal(x, to_primitive(y))
+        return loose_equal(x, to_primitive(y, max_string), max_string)
     # One number and one string remain.
-    return to_number(x) == to_number(y)
+    return to_number(x, max_string) == to_number(y, max_string)
 
 
-def less_than(x: Any, y: Any) -> bool | None:
+def less_than(x: Any, y: Any, max_string: int) -> bool | None:
     """IsLessThan: ``None`` stands for JavaScript's undefined result (a NaN was involved)."""
-    px = to_primitive(x)
-    py = to_primitive(y)
+    px = to_primitive(x, max_string)
+    py = to_primitive(y, max_string)
     if type(px) is str and type(py) is str:
         return utf16_less(px, py)
-    nx = to_number(px)
-    ny = to_number(py)
+    nx = to_number(px, max_string)
+    ny = to_number(py, max_string)
     if nx != nx or ny != ny:
         return None
     return nx < ny
@@ -342,6 +409,16 @@ def string_too_long(length: int, max_string: int) -> ExpressionLimitError:
     """The error for producing a string longer than ``max_string_length``."""
     return ExpressionLimitError(
         f"a string of {length} characters exceeds the limit of {max_string} (max_string_length)",
+        limit="max_string_length",
+        bound=max_string,
+    )
+
+
+def conversion_too_long(max_string: int) -> ExpressionLimitError:
+    """The error for converting an array to a string that would pass ``max_string_length``."""
+    return ExpressionLimitError(
+        f"converting an array to a string would produce more than {max_string} characters "
+        "or visit more than as many elements (max_string_length)",
         limit="max_string_length",
         bound=max_string,
     )
