@@ -1135,3 +1135,20 @@ def test_a_written_key_with_a_placeholder_counts_for_coverage_by_its_fixed_part(
     assert refused.refusal == "low_confidence"
     assert refused.refusal_figures is not None
     assert refused.refusal_figures.coverage == 0.5
+
+
+def test_a_low_confidence_refusal_shows_its_figures_apart() -> None:
+    # "confidence 0.95 is below the 0.95 that ..." for a confidence of 0.946.
+    async def main(clock: VirtualClock) -> Any:
+        s = GRAPH.create_session(
+            node="workspace", state=BASE, clock=clock, thresholds={"reversible": 0.95}
+        )
+        s.register_actions("workspace", handlers={"open-billing": lambda a: None})
+        await clock.advance(33.24)  # freshness falls from 1 after 30 s, to 0 at 90 s
+        return s.fire("workspace.open-billing")
+
+    refused = run(main)
+    assert refused.refusal_figures is not None
+    assert refused.refusal_figures.confidence == pytest.approx(0.946)
+    assert refused.error is not None
+    assert refused.error.startswith("confidence 0.946 is below the 0.950 that a reversible")

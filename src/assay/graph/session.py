@@ -274,9 +274,10 @@ class Session:
         confidence = self.substrate.confidence()
         threshold = self.thresholds[spec.reversibility]
         if confidence.value < threshold:
+            shown, needed = _apart(confidence.value, threshold)
             return self._refuse(
                 spec, args, source, "low_confidence",
-                f"confidence {confidence.value:.2f} is below the {threshold:.2f} that "
+                f"confidence {shown} is below the {needed} that "
                 f"{_article(spec.reversibility.value)} action needs "
                 f"(freshness {confidence.freshness:.2f}, "
                 f"coverage {confidence.coverage:.2f}, health {confidence.health:.2f})",
@@ -753,6 +754,16 @@ def resolve_thresholds(
             )
         thresholds[tier] = float(value)
     return thresholds
+
+
+def _apart(value: float, threshold: float) -> tuple[str, str]:
+    """``value`` and ``threshold`` with two decimals, or as many more as it takes for them not
+    to read alike (0.946 is below 0.95; "0.95 is below the 0.95" says nothing)."""
+    for places in range(2, 7):
+        shown, needed = f"{value:.{places}f}", f"{threshold:.{places}f}"
+        if shown != needed:
+            break
+    return shown, needed
 
 
 def _article(word: str) -> str:
