@@ -617,3 +617,14 @@ def test_idle_subscriptions_are_small_and_never_called() -> None:
     for subscription in subscriptions:
         subscription.cancel()
     assert store.waiting == 0
+
+
+def test_a_dotted_report_key_never_writes_inside_an_array() -> None:
+    # a[0] turned the array a into the object {"0": 5}, silently.
+    store = StateStore({"a": [1, 2], "o": {"n": [3]}})
+    for key in ("a[0]", "a.0", "o.n[0].x"):
+        with pytest.raises(StateError, match=r"writes inside .*, which is an array in the state"):
+            store.report({key: 5})
+    assert store.current.objects == {"a": [1, 2], "o": {"n": [3]}}
+    assert store.report({"a": {"0": 5}}) is not None  # nested, it replaces: RFC 7396
+    assert store.current.objects["a"] == {"0": 5}

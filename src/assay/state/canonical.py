@@ -253,6 +253,31 @@ def expand_report(report: object, leaf: Callable[[Any], Any] | None = None) -> d
     return nested
 
 
+def refuse_writes_inside_arrays(objects: Mapping[str, Any], report: Mapping[str, Any]) -> None:
+    """``StateError`` if a dotted report key writes inside an array of ``objects``.
+
+    Arrays are leaves: merged as RFC 7396 has it, ``a[0]`` (or ``a.0``) would silently turn
+    the array ``a`` into the object ``{"0": ...}``. A nested report (``{"a": {"0": 5}}``)
+    still replaces it, as RFC 7396 says; a dotted key is taken to mean the element.
+    """
+    for key in report:
+        if type(key) is not str or ("." not in key and "[" not in key):
+            continue
+        path = report_path(key)
+        node: Any = objects
+        for depth, segment in enumerate(path[:-1], start=1):
+            node = node.get(segment, MISSING) if type(node) is dict else MISSING
+            if type(node) is list:
+                array = format_path(path[:depth])
+                raise StateError(
+                    f"report key {key!r} writes inside {array}, which is an array in the "
+                    f"state; arrays are leaves, so report the whole array under {array!r}",
+                    key=key,
+                )
+            if node is MISSING:
+                break
+
+
 def _conflict(outer: str, inner: str) -> StateError:
     return StateError(
         f"report keys {outer!r} and {inner!r} conflict: {outer!r} sets a value and {inner!r} "

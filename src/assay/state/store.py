@@ -18,7 +18,7 @@ from weakref import ReferenceType, ref
 
 from assay.clock import SYSTEM_CLOCK, Clock
 from assay.errors import StateError
-from assay.state.canonical import expand_report
+from assay.state.canonical import expand_report, refuse_writes_inside_arrays
 from assay.state.diff import Change, compose, invert
 from assay.state.index import Callback, ChangedPaths, KeyIndex, Subscription
 from assay.state.patch import Replace, merge_into, reconcile_object
@@ -98,6 +98,7 @@ class StateStore:
         changed. ``StateError`` if the report is not JSON or its keys conflict.
         """
         patch = expand_report(values)
+        refuse_writes_inside_arrays(self._current.objects, values)
         changes: list[Change] = []
         objects = merge_into(self._current.objects, patch, (), changes)
         return self._commit(objects, changes, source)
