@@ -85,11 +85,49 @@ def test_scope_rejects_reads_outside_input_and_output() -> None:
         "output.meta.tokens_used < 1000",
         "output.retries === 0",
         "output.elapsed_s < 60",
+        "output.tokenCount < 100",
+        "output.token_count < 100",
+        "output.meta.tokenUsage < 100",
+        "output.duration < 5",
+        "output.duration_ms < 5000",
+        "output.time_taken_s < 10",
+        "output.seconds < 60",
+        "output.cost < 0.5",
+        "input.usage.cost < 0.5",
+        "output.meta.latency_ms < 100",
     ],
 )
 def test_effort_criteria_are_rejected(criterion: str) -> None:
     problems = lint(workflow_of(step_of("a", Recorder(), criterion)))
     assert "effort" in [p.rule for p in problems]
+
+
+@pytest.mark.parametrize(
+    "criterion",
+    [
+        "output.quote.cost >= 0",
+        "output.meeting.duration >= 0",
+        "output.items.every(i => i.cost >= 0)",
+        "output.token.length >= 0",
+        "output.tokenizer.length >= 0",
+        "output.costume.length >= 0",
+        "output.secondary.length >= 0",
+        "output.timestamp.length >= 0",
+        "output.selected_count >= 0",
+    ],
+)
+def test_output_fields_that_share_a_word_with_effort_are_not_effort(criterion: str) -> None:
+    problems = lint(workflow_of(step_of("a", Recorder(), criterion)))
+    assert "effort" not in [p.rule for p in problems]
+
+
+def test_the_effort_problem_names_the_words_it_read() -> None:
+    (problem,) = lint(workflow_of(step_of("a", Recorder(), "output.token_count < 100 || true")))
+    assert problem.message == (
+        "step 'a': criterion `output.token_count < 100 || true` judges effort (token count), not "
+        "output; the budget bounds effort, and a criterion should say what a correct output "
+        "looks like"
+    )
 
 
 def test_an_irreversible_step_needs_a_state_contract() -> None:
@@ -176,6 +214,44 @@ def test_zero_case_is_checked_again_with_the_runs_real_input() -> None:
             },
             "give exactly one of base_url (an OpenAI-compatible endpoint) and path (a GGUF model "
             "file to run in this process), not both",
+        ),
+        (
+            {
+                "workflow": "w",
+                "budget": {"iteration": {"iterations": 2}},
+                "steps": [{"id": "a", "executor": "json:dumps"}],
+            },
+            "workflow 'w': budget: Value error, iteration.iterations is not a bound (an "
+            "iteration is one iteration); bound iterations with iterations_per_attempt, or "
+            "iterations for the whole scope",
+        ),
+        (
+            {
+                "workflow": "w",
+                "steps": [
+                    {"id": "a", "executor": "json:dumps", "budget": {"attempt": {"iterations": 2}}}
+                ],
+            },
+            "step 'a': budget: Value error, attempt.iterations is not a bound here; bound an "
+            "attempt's iterations with iterations_per_attempt",
+        ),
+        (
+            {
+                "workflow": "w",
+                "steps": [
+                    {"id": "a", "executor": "json:dumps", "empty_output": {"n": float("nan")}}
+                ],
+            },
+            "step 'a': empty_output is not JSON: empty_output.n: nan is not a JSON number; use "
+            "a finite number, or null for no value",
+        ),
+        (
+            {
+                "workflow": "w",
+                "example_input": {"n": float("inf")},
+                "steps": [{"id": "a", "executor": "json:dumps"}],
+            },
+            "workflow 'w': example_input is not JSON: example_input.n: inf is not a JSON number",
         ),
         (
             {
@@ -273,3 +349,21 @@ def test_a_step_module_that_fails_to_import_is_named_with_its_line_and_not_kept(
     steps.write_text("RATIO = 1 / 2\n\n\ndef produce(ctx):\n    return {'items': [1]}\n")
     record = Engine(load_workflow(path), memory_ledger()).start({})
     assert record.committed == {"a": {"items": [1]}}
+
+
+def test_a_yaml_anchor_inside_itself_is_refused_at_load(tmp_path: Path) -> None:
+    path = tmp_path / "loop.yaml"
+    path.write_text(
+        "workflow: loop\nsteps:\n  - id: a\n    executor: json:dumps\n"
+        "    empty_output: &r {items: [], self: *r}\n"
+        "    verify: {criteria: ['output.items.length >= 0']}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(WorkflowError) as refused:
+        load_workflow(path)
+    message = str(refused.value)
+    assert message.startswith("step 'a': empty_output is not JSON: empty_output.self.self")
+    assert message.endswith(
+        "it nests deeper than 256 levels; flatten the value or store less of it (a YAML anchor "
+        "used inside itself nests without end)"
+    )

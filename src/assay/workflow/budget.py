@@ -9,15 +9,18 @@ preempted), and never overruns an iteration count.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Final
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from assay.clock import Clock
 
 DEFAULT_ITERATIONS_PER_ATTEMPT: Final = 3
 """Iterations of planner → executor → verifier per attempt when no budget says."""
+MAX_TOKENS: Final = 2**53 - 1
+"""The most tokens one charge may report, and where a scope's count stops: JSON's exact range."""
 
 
 class Limits(BaseModel):
@@ -44,6 +47,20 @@ class Budget(Limits):
     iterations_per_attempt: int | None = Field(default=None, ge=1)
     attempt: Limits | None = None
     iteration: Limits | None = None
+
+    @model_validator(mode="after")
+    def _no_nested_iterations(self) -> Budget:
+        if self.attempt is not None and self.attempt.iterations is not None:
+            raise ValueError(
+                "attempt.iterations is not a bound here; bound an attempt's iterations with "
+                "iterations_per_attempt"
+            )
+        if self.iteration is not None and self.iteration.iterations is not None:
+            raise ValueError(
+                "iteration.iterations is not a bound (an iteration is one iteration); bound "
+                "iterations with iterations_per_attempt, or iterations for the whole scope"
+            )
+        return self
 
 
 class Usage(BaseModel):
@@ -92,8 +109,8 @@ class Meter:
         meter: Meter | None = self
         while meter is not None:
             meter.iterations += iterations
-            meter.tokens += tokens
-            meter.cost += cost
+            meter.tokens = min(meter.tokens + tokens, MAX_TOKENS)
+            meter.cost = min(meter.cost + cost, sys.float_info.max)
             meter = meter.parent
 
     @property
@@ -129,6 +146,24 @@ class Meter:
             if found is not None:
                 return found
         return None
+
+    def wall_left(self) -> tuple[float, Meter] | None:
+        """The seconds left in the tightest wall bound, here or enclosing, and its scope;
+        ``None`` when no scope has one."""
+        tightest: tuple[float, Meter] | None = None
+        meter: Meter | None = self
+        while meter is not None:
+            if meter.limits.wall_s is not None:
+                left = meter.limits.wall_s - meter.elapsed
+                if tightest is None or left < tightest[0]:
+                    tightest = (left, meter)
+            meter = meter.parent
+        return tightest
+
+    def wall_exhaustion(self) -> Exhaustion:
+        """This scope's wall bound as spent (at least its limit, read now)."""
+        limit = self.limits.wall_s or 0.0
+        return Exhaustion(self.scope, "wall_s", limit, max(self.elapsed, limit))
 
     def _over(self, *, strict: bool) -> Exhaustion | None:
         readings = (

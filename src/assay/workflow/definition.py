@@ -21,8 +21,9 @@ from typing import Any, Literal, NoReturn, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from assay.errors import WorkflowError, describe_raised
+from assay.errors import StateError, WorkflowError, describe_raised
 from assay.graph import Reversibility
+from assay.state.canonical import canonical_value
 from assay.workflow.budget import Budget
 from assay.workflow.context import Executor, Planner
 from assay.workflow.criterion import Criterion, compile_criterion
@@ -259,6 +260,7 @@ def _parse_workflow(raw: Any, *, source: str | None, base: Path | None) -> Workf
         _fail(
             f"workflow {name!r}: example_input must be a JSON object", name, None, "example_input"
         )
+    example = _json_value(example, f"workflow {name!r}", name, None, "example_input")
     steps_raw = raw.get("steps")
     if not isinstance(steps_raw, Sequence) or isinstance(steps_raw, str) or not steps_raw:
         _fail(f"workflow {name!r}: 'steps' must be a non-empty list of steps", name, None, "steps")
@@ -296,6 +298,8 @@ def _parse_step(raw: Any, workflow: str, base: Path | None) -> Step:
     if empty is not None and not isinstance(empty, Mapping):
         _fail(f"step {step_id!r}: empty_output must be a JSON object", workflow, step_id,
               "empty_output")  # fmt: skip
+    if empty is not None:
+        empty = _json_value(empty, f"step {step_id!r}", workflow, step_id, "empty_output")
     verify = raw.get("verify") or {}
     if not isinstance(verify, Mapping) or set(verify) - {"prompt", "criteria"}:
         _fail(f"step {step_id!r}: verify holds prompt and criteria only", workflow, step_id,
@@ -338,6 +342,21 @@ def _parse_step(raw: Any, workflow: str, base: Path | None) -> Step:
         budget,
         reversibility,
     )
+
+
+def _json_value(
+    raw: Mapping[str, Any], owner: str, workflow: str, step: str | None, field: str
+) -> dict[str, Any]:
+    """A plain JSON copy of ``raw``, read as a run reads outputs; ``WorkflowError`` if JSON
+    cannot carry it (NaN, a YAML anchor that contains itself, a Python object)."""
+    try:
+        copied: dict[str, Any] = canonical_value(raw, (field,))
+    except StateError as error:
+        reason = str(error).removeprefix("cannot store ")
+        if "nests deeper" in reason:
+            reason += " (a YAML anchor used inside itself nests without end)"
+        _fail(f"{owner}: {field} is not JSON: {reason}", workflow, step, field)
+    return copied
 
 
 def _rung(raw: Any, workflow: str, step: str, base: Path | None) -> Rung:

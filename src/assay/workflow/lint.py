@@ -8,7 +8,7 @@ Rules, each named in every problem it reports:
   nothing to do from ever finishing.
 - ``scope``: expression criteria read only ``input`` and ``output``.
 - ``effort``: no criterion reads how hard the step tried (attempts, iterations, elapsed time,
-  tokens, tries) rather than what it produced.
+  tokens, tries; its own duration or cost) rather than what it produced.
 - ``irreversible``: an irreversible step checks the world with at least one state criterion.
 - ``no-gate``: a step has at least one criterion or a verifier prompt.
 
@@ -21,9 +21,11 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, Final
 
-from assay.errors import WorkflowLintError
+from assay.errors import ContractError, WorkflowLintError
+from assay.expr.path import parse_path
 from assay.graph import Reversibility
 from assay.workflow.definition import Step, Workflow
 from assay.workflow.verifier import describe
@@ -45,6 +47,7 @@ EFFORT_WORDS: Final = frozenset(
         "retried",
         "elapsed",
         "tokens",
+        "tokencount",
         "effort",
         "budget",
         "spent",
@@ -52,7 +55,32 @@ EFFORT_WORDS: Final = frozenset(
         "loops",
     }
 )
-"""Words in a criterion's paths that mean it judges effort, not output."""
+"""Words in a criterion's paths that mean it judges effort, not output, wherever they are."""
+
+EFFORT_PAIRS: Final = frozenset(
+    {
+        ("token", "count"),
+        ("token", "counts"),
+        ("token", "usage"),
+        ("token", "used"),
+        ("time", "taken"),
+        ("time", "elapsed"),
+    }
+)
+"""Adjacent words that mean effort (``tokenCount``, ``time_taken_s``) though each alone may
+not (``output.token`` may be a token the step issued)."""
+
+STEP_EFFORT_WORDS: Final = frozenset(
+    {"duration", "seconds", "secs", "cost", "costs", "latency", "runtime"}
+)
+"""Words that mean effort when they describe the step itself: a field of its output or input
+(``output.duration_ms``, ``output.cost``) or of a record there such as ``output.usage``; a
+thing it produced may have them as output (``output.quote.cost``, ``output.meeting.duration``)."""
+
+STEP_RECORDS: Final = frozenset(
+    {"meta", "metadata", "usage", "stats", "statistics", "metrics", "telemetry"}
+)
+"""Fields of an output or input that hold a record of the step's own run."""
 
 _WORD_BREAK = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
@@ -127,7 +155,7 @@ def _lint_step(step: Step, context: Mapping[str, Any]) -> list[LintProblem]:
             )
         )
     for criterion in step.criteria:
-        effort = sorted({w for key in criterion.keys for w in _words(key)} & EFFORT_WORDS)
+        effort = sorted({word for key in criterion.keys for word in _effort(key)})
         if effort:
             problems.append(
                 LintProblem(
@@ -186,5 +214,23 @@ def _lint_step(step: Step, context: Mapping[str, Any]) -> list[LintProblem]:
     return problems
 
 
-def _words(key: str) -> set[str]:
-    return {word.lower() for word in _WORD_BREAK.split(key) if word}
+def _effort(key: str) -> set[str]:
+    """The words in ``key`` that say it reads effort (a pair as ``token count``)."""
+    try:
+        segments = parse_path(key)
+    except ContractError:
+        segments = (key,)
+    found: set[str] = set()
+    words: list[str] = []
+    for index, segment in enumerate(segments):
+        own = _words(segment)
+        words.extend(own)
+        found.update(set(own) & EFFORT_WORDS)
+        if index == 1 or (index == 2 and segments[1].lower() in STEP_RECORDS):
+            found.update(set(own) & STEP_EFFORT_WORDS)
+    found.update(" ".join(pair) for pair in pairwise(words) if pair in EFFORT_PAIRS)
+    return found
+
+
+def _words(text: str) -> list[str]:
+    return [word.lower() for word in _WORD_BREAK.split(text) if word]
