@@ -4,6 +4,7 @@ state contract among the criteria reads the session's substrate."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from assay.clock import VirtualClock
@@ -110,3 +111,50 @@ def test_without_a_session_a_state_criterion_fails_and_says_why() -> None:
         "no session observes the application, so the world was not checked; run the "
         "workflow with a session"
     )
+
+
+def test_a_state_criterion_never_shows_a_redacted_value() -> None:
+    # The contract was compiled without the session's redaction, so its failure wrote
+    # 'but saw "sk-live-TOPSECRET"' into the verdict and the critique.
+    from workflow_steps import Recorder
+
+    secret = "sk-live-TOPSECRET"
+    workflow = workflow_of(
+        {
+            "id": "a",
+            "executor": Recorder([{"items": [1]}]),
+            "empty_output": {"items": []},
+            "verify": {
+                "criteria": [
+                    {"state": "creds.api_key === 'expected-key' || creds.api_key.slice(0, 0)"},
+                    {"state": {"creds.api_key": {"eq": "expected-key"}}},
+                ]
+            },
+        },
+        budget={"iterations_per_attempt": 1},
+    )
+
+    async def main() -> tuple[RunRecord, Engine]:
+        clock = VirtualClock()
+        session: Session = GRAPH.create_session(
+            node="desk",
+            state={"creds": {"api_key": secret}},
+            clock=clock,
+            redaction=["creds.api_key"],
+        )
+        engine = Engine(workflow, memory_ledger(clock), clock=clock, session=session)
+        record = await engine.astart({})
+        await session.close()
+        return record, engine
+
+    record, engine = asyncio.run(main())
+
+    assert record.status is RunStatus.PARKED
+    entries = engine.ledger.query(run=record.run_id)
+    assert not [e.kind for e in entries if "TOPSECRET" in json.dumps(e.body)]
+    (verdict,) = [e.body["verdict"] for e in entries if e.kind == "verdict"]
+    assert [c["reason"] for c in verdict["criteria"]] == [
+        "does not hold (what it evaluated to is withheld: it reads a redacted key)",
+        'creds.api_key eq "expected-key" but saw [redacted]',
+    ]
+    assert "TOPSECRET" not in verdict["critique"]

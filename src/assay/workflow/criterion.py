@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
 
 from assay.errors import ContractError, ExpressionSyntaxError, WorkflowError
 from assay.expr import Predicate, compile_contract, compile_expression
+
+if TYPE_CHECKING:
+    from assay.redaction import Redaction
 
 CriterionKind = Literal["expression", "state"]
 
@@ -25,11 +28,19 @@ class Criterion:
     source: str
     kind: CriterionKind
     predicate: Predicate
+    contract: Mapping[str, Any] | None = None
+    """A state contract as written, to compile again with a session's redaction."""
 
     @property
     def keys(self) -> tuple[str, ...]:
         """The dotted paths it reads (in the step scope, or in the world for state)."""
         return self.predicate.keys
+
+    def redacted_by(self, redaction: Redaction) -> Criterion:
+        """This criterion, its contract withholding the values ``redaction`` covers."""
+        if self.contract is None:
+            return self
+        return replace(self, predicate=compile_contract(self.contract, redaction=redaction))
 
 
 def compile_criterion(raw: Any, *, workflow: str, step: str) -> Criterion:
@@ -69,7 +80,7 @@ def compile_criterion(raw: Any, *, workflow: str, step: str) -> Criterion:
                 field="verify.criteria",
             ) from None
         source = "state: " + json.dumps(contract, sort_keys=True, separators=(",", ":"))
-        return Criterion(source, "state", predicate)
+        return Criterion(source, "state", predicate, contract)
     raise WorkflowError(
         f"step {step!r}: a criterion is an expression string over input and output, or "
         f"{{state: <expression or contract>}} for the world; got {raw!r}",

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay.workflow.budget import MAX_TOKENS
 
 VerifierKind = Literal["expression", "state", "model", "budget", "executor", "verifier"]
 """Who ruled: an expression criterion, a state contract, the model, or the engine itself
 (an iteration over its budget, an executor that raised or returned no JSON object, a
 verifier that raised instead of ruling)."""
+
+
+NOTHING_JUDGED: Final = "nothing judged this output, so it cannot pass"
+"""The critique of a verdict with no rulings in it."""
 
 
 class CriterionResult(BaseModel):
@@ -26,8 +32,8 @@ class CriterionResult(BaseModel):
 class Verdict(BaseModel):
     """Pass, or fail with a critique; per-criterion results and what judging it spent.
 
-    ``passed`` holds only when every result passed; ``critique`` says what to change (empty
-    on a pass unless the verifier had something to say).
+    ``passed`` holds only when there are results and every one passed; ``critique`` says
+    what to change (empty on a pass unless the verifier had something to say).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -35,8 +41,8 @@ class Verdict(BaseModel):
     passed: bool
     critique: str
     criteria: tuple[CriterionResult, ...]
-    tokens: int = 0
-    cost: float = 0.0
+    tokens: int = Field(default=0, ge=0, le=MAX_TOKENS)
+    cost: float = Field(default=0.0, ge=0, allow_inf_nan=False)
 
     @classmethod
     def of(
@@ -47,8 +53,13 @@ class Verdict(BaseModel):
         tokens: int = 0,
         cost: float = 0.0,
     ) -> Verdict:
-        """The verdict the results add up to; the critique lists each failure by default."""
-        passed = all(result.passed for result in results)
+        """The verdict the results add up to; the critique lists each failure by default.
+
+        No results is a failure: nothing judged the output, and nothing unobserved passes.
+        """
+        passed = bool(results) and all(result.passed for result in results)
+        if not results and critique is None:
+            critique = NOTHING_JUDGED
         if critique is None:
             critique = "; ".join(
                 f"{result.criterion}: {result.reason}" for result in results if not result.passed

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from assay.errors import ContractError
 from assay.expr import Check
 from assay.expr.path import MISSING, parse_path, read_path
+from assay.expr.predicate import ConditionEvidence
+from assay.redaction import REDACTED, Redaction
 from assay.workflow.criterion import Criterion
 from assay.workflow.verdict import CriterionResult, Verdict
 
@@ -49,9 +51,7 @@ def describe(check: Check) -> str:
         failed = [c for c in check.conditions if not c.result]
         if failed:
             return "; ".join(
-                f"{c.key} {c.op} {json.dumps(c.threshold)} but saw "
-                f"{c.actual_summary if c.actual_summary is not None else c.reason or 'nothing'}"
-                for c in failed
+                f"{c.key} {c.op} {json.dumps(c.threshold)} but saw {_saw(c)}" for c in failed
             )
     if check.result:
         return "holds"
@@ -91,7 +91,8 @@ class StateVerifier:
     """
 
     def __init__(self, criteria: Sequence[Criterion], session: Session | None) -> None:
-        self.criteria = tuple(c for c in criteria if c.kind == "state")
+        self.redaction = Redaction.none() if session is None else session.redaction
+        self.criteria = tuple(c.redacted_by(self.redaction) for c in criteria if c.kind == "state")
         self.session = session
 
     def verify(self, input: Mapping[str, Any], output: Mapping[str, Any]) -> Verdict:
@@ -110,39 +111,64 @@ class StateVerifier:
                 )
                 continue
             check = criterion.predicate.check(state)
+            reason = describe(check)
+            if (
+                check.result is False
+                and criterion.contract is None
+                and self._reads_redacted(criterion)
+            ):
+                reason = "does not hold (what it evaluated to is withheld: it reads a redacted key)"
             results.append(
                 CriterionResult(
                     criterion=criterion.source,
                     passed=check.result is True,
-                    reason=describe(check),
+                    reason=reason,
                     verifier="state",
                 )
             )
         return Verdict.of(tuple(results))
 
+    def _reads_redacted(self, criterion: Criterion) -> bool:
+        return any(self.redaction.covers(parse_path(key)) for key in criterion.keys)
+
 
 class CompositeVerifier:
-    """Its parts in order; the first failing verdict ends the judging (later parts unasked)."""
+    """Its parts in order; the first failing verdict ends the judging (later parts unasked).
+
+    With no parts, nothing judges the output, and its verdict fails.
+    """
 
     def __init__(self, parts: Sequence[Verifier]) -> None:
         self.parts = tuple(parts)
 
     def verify(self, input: Mapping[str, Any], output: Mapping[str, Any]) -> Verdict:
-        verdict = Verdict.of(())
+        verdict: Verdict | None = None
         for part in self.parts:
-            verdict = verdict.combine(part.verify(input, output))
+            verdict = _then(verdict, part.verify(input, output))
             if not verdict.passed:
                 break
-        return verdict
+        return verdict or Verdict.of(())
 
     async def averify(self, input: Mapping[str, Any], output: Mapping[str, Any]) -> Verdict:
         """``verify``, each part through ``judge``: a model is waited for off the loop."""
-        verdict = Verdict.of(())
+        verdict: Verdict | None = None
         for part in self.parts:
-            verdict = verdict.combine(await judge(part, input, output))
+            verdict = _then(verdict, await judge(part, input, output))
             if not verdict.passed:
                 break
-        return verdict
+        return verdict or Verdict.of(())
+
+
+def _then(so_far: Verdict | None, verdict: Verdict) -> Verdict:
+    return verdict if so_far is None else so_far.combine(verdict)
+
+
+def _saw(condition: ConditionEvidence) -> str:
+    if condition.redacted:
+        return REDACTED
+    if condition.actual_summary is not None:
+        return condition.actual_summary
+    return condition.reason or "nothing"
 
 
 def seen(scope: Mapping[str, Any], keys: Sequence[str]) -> str:
