@@ -15,6 +15,8 @@ from assay.workflow import Engine, ModelSettings, ModelVerifier, RunStatus, Step
 from assay.workflow import run as run_module
 from assay.workflow.chat import Completion
 from assay.workflow.run import read_run
+from assay.workflow.verdict import Verdict
+from assay.workflow.verifier import CompositeVerifier
 from workflow_steps import PlannerRecorder, Recorder, memory_ledger, step_of, workflow_of
 
 UNUSED_ENDPOINT = ModelSettings(base_url="http://127.0.0.1:9/v1")  # each test's chat answers
@@ -411,3 +413,297 @@ def test_runs_are_listed_a_page_at_a_time_and_by_status(
         service.runs(status="stuck")  # type: ignore[arg-type]
     with pytest.raises(WrongTypeError, match="limit must be a whole number ≥ 0, not -1"):
         service.runs(limit=-1)
+
+
+def prompt_only(step_id: str, executor: Any) -> dict[str, Any]:
+    return {
+        "id": step_id,
+        "executor": executor,
+        "empty_output": {"answer": ""},
+        "verify": {"prompt": "Check the answer is correct."},
+    }
+
+
+PROMPT_ONLY_REFUSAL = (
+    "step 's' is checked only by its verifier prompt, and no model is configured to read it, "
+    "so nothing would judge its output; configure a model (--model-url or --model-path, or "
+    "the workflow's `model`) or add verify.criteria to the step"
+)
+
+
+def test_a_step_judged_only_by_a_prompt_is_refused_without_a_model() -> None:
+    # It ran and committed anything: the verifier had no parts, and an empty verdict passed.
+    executor = Recorder([{"answer": "totally wrong"}])
+    engine = Engine(workflow_of(prompt_only("s", executor)), memory_ledger())
+
+    with pytest.raises(WorkflowError) as refused:
+        engine.start({})
+
+    assert str(refused.value) == PROMPT_ONLY_REFUSAL
+    assert (refused.value.step, refused.value.field) == ("s", "verify.prompt")
+    assert engine.ledger.size == 0
+    assert executor.calls == []
+
+
+def test_a_run_that_reaches_a_prompt_only_step_is_not_resumed_without_a_model() -> None:
+    first = step_of("first", Recorder([BAD, GOOD]), escalation=["human"])
+    workflow = workflow_of(
+        first, prompt_only("s", Recorder()), budget={"iterations_per_attempt": 1}
+    )
+    ledger = memory_ledger()
+    parked = Engine(workflow, ledger, model=UNUSED_ENDPOINT).start({})
+    assert (parked.status, parked.next_step) == (RunStatus.PARKED, "first")
+    size = ledger.size
+
+    with pytest.raises(WorkflowError) as refused:
+        Engine(workflow, ledger).resume(parked.run_id, {"hint": "positives"})
+
+    assert str(refused.value) == PROMPT_ONLY_REFUSAL
+    assert ledger.size == size
+
+
+def test_a_verdict_with_no_rulings_fails() -> None:
+    class Lenient:
+        def verify(self, input: Any, output: Any) -> Verdict:
+            return Verdict(passed=True, critique="", criteria=())
+
+    assert CompositeVerifier([]).verify({}, {}) == Verdict(
+        passed=False, critique="nothing judged this output, so it cannot pass", criteria=()
+    )
+    step = step_of("s", Recorder([GOOD]), escalation=["human"])
+    engine = Engine(
+        workflow_of(step, budget={"iterations_per_attempt": 1}),
+        memory_ledger(),
+        verifier=lambda s: Lenient(),
+    )
+
+    record = engine.start({})
+
+    assert record.status is RunStatus.PARKED
+    (verdict,) = [e.body["verdict"] for e in engine.ledger.query(kind="verdict")]
+    assert (verdict["passed"], verdict["critique"]) == (
+        False,
+        "verifier: nothing judged this output, so it cannot pass",
+    )
+
+
+def test_an_executor_cannot_change_the_input_its_verifier_judges() -> None:
+    seen: list[Any] = []
+
+    def planner(ctx: StepContext) -> None:
+        ctx.input["sources"].append("planted")
+
+    def cheat(ctx: StepContext) -> dict[str, Any]:
+        seen.append(list(ctx.input["sources"]))
+        ctx.input["sources"].append("fake")
+        return {"hypotheses": [{"source": "fake"}]}
+
+    step = {
+        "id": "s",
+        "executor": cheat,
+        "planner": planner,
+        "empty_output": {"hypotheses": []},
+        "verify": {"criteria": ["output.hypotheses.every(h => input.sources.includes(h.source))"]},
+        "escalation": ["human"],
+    }
+    engine = Engine(workflow_of(step, budget={"iterations_per_attempt": 2}), memory_ledger())
+
+    record = engine.start({"sources": ["a"]})
+
+    assert record.status is RunStatus.PARKED
+    assert seen == [["a"], ["a"]]
+    assert record.input == {"sources": ["a"]}
+    verdicts = engine.ledger.query(run=record.run_id, kind="verdict")
+    assert [v.body["verdict"]["passed"] for v in verdicts] == [False, False]
+
+
+@pytest.mark.parametrize(
+    ("tokens", "cost", "reason"),
+    [
+        (-1000, 0.0, "tokens must be a whole number from 0 to 2**53 - 1, not -1000"),
+        (2**60, 0.0, "tokens must be a whole number from 0 to 2**53 - 1, not 1152921504606846976"),
+        ("5", 0.0, "tokens must be a whole number from 0 to 2**53 - 1, not '5'"),
+        (True, 0.0, "tokens must be a whole number from 0 to 2**53 - 1, not True"),
+        (0, -5.0, "cost must be a finite number ≥ 0, not -5.0"),
+        (0, float("nan"), "cost must be a finite number ≥ 0, not nan"),
+        (0, float("inf"), "cost must be a finite number ≥ 0, not inf"),
+    ],
+)
+def test_a_bad_charge_fails_its_verdict_and_is_not_charged(
+    tokens: Any, cost: Any, reason: str
+) -> None:
+    step = step_of("s", Recorder([GOOD], tokens=tokens, cost=cost), escalation=["human"])
+    budget = {"iterations_per_attempt": 2, "tokens": 100, "cost": 1.0}
+    engine = Engine(workflow_of(step, budget=budget), memory_ledger())
+
+    record = engine.start({})
+
+    assert record.status is RunStatus.PARKED
+    assert record.park is not None
+    assert (record.park.usage.tokens, record.park.usage.cost) == (0, 0.0)
+    verdicts = engine.ledger.query(run=record.run_id, kind="verdict")
+    assert [v.body["verdict"]["critique"] for v in verdicts] == [
+        f"executor: the executor's StepResult.{reason}; nothing was charged and the output is "
+        "discarded"
+    ] * 2
+    assert engine.ledger.verify().ok
+
+
+def test_a_planners_bad_charge_fails_its_verdict() -> None:
+    from assay.workflow import Plan
+
+    step = step_of("s", Recorder([GOOD]), planner=lambda ctx: Plan({}, tokens=-1), escalation=[])
+    engine = Engine(workflow_of(step, budget={"iterations_per_attempt": 1}), memory_ledger())
+
+    record = engine.start({})
+
+    assert record.status is RunStatus.PARKED
+    (verdict,) = engine.ledger.query(run=record.run_id, kind="verdict")
+    assert verdict.body["verdict"]["critique"] == (
+        "executor: the planner's Plan.tokens must be a whole number from 0 to 2**53 - 1, not -1; "
+        "nothing was charged and the output is discarded"
+    )
+
+
+def test_charges_that_add_up_beyond_json_numbers_still_park() -> None:
+    most = 2**53 - 1
+    step = step_of("s", Recorder([BAD], tokens=most, cost=1e308), escalation=["human"])
+    engine = Engine(workflow_of(step, budget={"iterations_per_attempt": 3}), memory_ledger())
+
+    record = engine.start({})
+
+    assert record.status is RunStatus.PARKED
+    assert record.park is not None
+    assert record.park.usage.tokens == most
+    assert engine.ledger.verify().ok
+
+
+def test_an_executor_that_cancels_itself_or_returns_an_unreadable_mapping_fails_its_verdict() -> (
+    None
+):
+    from collections.abc import Iterator, Mapping
+
+    class Unreadable(Mapping[str, Any]):
+        def __getitem__(self, key: str) -> Any:
+            raise KeyError(key)
+
+        def __iter__(self) -> Iterator[str]:
+            raise RuntimeError("dictionary changed size during iteration")
+
+        def __len__(self) -> int:
+            return 1
+
+    async def produce(ctx: StepContext) -> Any:
+        if ctx.iteration == 1:
+            raise asyncio.CancelledError
+        if ctx.iteration == 2:
+            return Unreadable()
+        return GOOD
+
+    engine = Engine(workflow_of(step_of("s", produce)), memory_ledger())
+
+    record = engine.start({})
+
+    assert record.status is RunStatus.COMPLETED
+    verdicts = engine.ledger.query(run=record.run_id, kind="verdict")
+    assert [v.body["verdict"]["critique"] for v in verdicts] == [
+        "executor: the executor was cancelled (it raised CancelledError) though the run was not",
+        "executor: the executor's output could not be read: RuntimeError: dictionary changed "
+        "size during iteration",
+        "",
+    ]
+
+
+def test_a_run_that_is_cancelled_stays_running_and_records_no_verdict() -> None:
+    async def main() -> tuple[Engine, str]:
+        started = asyncio.Event()
+
+        async def hang(ctx: StepContext) -> Any:
+            started.set()
+            await asyncio.Event().wait()
+
+        engine = Engine(workflow_of(step_of("s", hang)), memory_ledger())
+        task = asyncio.create_task(engine.astart({}, run_id="cancelled"))
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return engine, "cancelled"
+
+    engine, run_id = asyncio.run(main())
+
+    assert read_run(engine.ledger, run_id).status is RunStatus.RUNNING
+    assert kinds(engine, run_id) == ["commit"]
+
+
+def test_a_hung_async_executor_is_cancelled_when_the_wall_bound_runs_out() -> None:
+    async def main() -> tuple[Engine, Any]:
+        clock = VirtualClock()
+
+        async def hang(ctx: StepContext) -> Any:
+            await asyncio.sleep(3600)  # real time: only the virtual wall bound can end it
+
+        workflow = workflow_of(step_of("s", hang), budget={"wall_s": 1})
+        engine = Engine(workflow, memory_ledger(clock), clock=clock)
+        task = asyncio.create_task(engine.astart({}))
+        await clock.advance(1)
+        return engine, await asyncio.wait_for(task, 30)  # a guard: it ends at once
+
+    engine, record = asyncio.run(main())
+
+    assert record.status is RunStatus.PARKED
+    assert record.park is not None
+    assert record.park.reason == "the workflow budget's wall_s ran out (1 of 1)"
+    (verdict,) = engine.ledger.query(run=record.run_id, kind="verdict")
+    assert verdict.body["verdict"]["criteria"] == [
+        {
+            "criterion": "budget",
+            "passed": False,
+            "reason": "the workflow budget's wall_s ran out (1 of 1) while the executor was "
+            "still running; it was cancelled",
+            "verifier": "budget",
+        }
+    ]
+
+
+def test_when_an_attempts_wall_runs_out_on_a_hung_executor_the_ladder_goes_on() -> None:
+    async def main() -> tuple[Engine, Any]:
+        clock = VirtualClock()
+
+        async def slow_then_quick(ctx: StepContext) -> Any:
+            if ctx.attempt == 1:
+                await clock.sleep(3600)
+            return GOOD
+
+        step = step_of(
+            "s", slow_then_quick, escalation=["fresh_attempt"], budget={"attempt": {"wall_s": 5}}
+        )
+        engine = Engine(workflow_of(step), memory_ledger(clock), clock=clock)
+        task = asyncio.create_task(engine.astart({}))
+        await clock.advance(5)
+        return engine, await asyncio.wait_for(task, 30)
+
+    engine, record = asyncio.run(main())
+
+    assert record.status is RunStatus.COMPLETED
+    (escalation,) = engine.ledger.query(run=record.run_id, kind="escalation")
+    assert escalation.body["reason"] == "the attempt 1 budget's wall_s ran out (5 of 5)"
+    assert kinds(engine, record.run_id) == ["commit", "verdict", "escalation", "verdict", "commit"]
+
+
+@pytest.mark.parametrize("human", [[1], "str", 5])
+def test_a_resumes_human_input_must_be_a_json_object(human: Any) -> None:
+    engine = Engine(
+        workflow_of(step_of("s", Recorder([BAD]), escalation=["human"])), memory_ledger()
+    )
+    parked = engine.start({})
+    size = engine.ledger.size
+
+    with pytest.raises(WorkflowError) as refused:
+        engine.resume(parked.run_id, human)
+
+    assert str(refused.value) == (
+        "the human input to a resume must be a JSON object, not "
+        f'{type(human).__name__}; wrap it, e.g. {{"hint": ...}}'
+    )
+    assert engine.ledger.size == size

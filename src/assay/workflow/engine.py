@@ -13,6 +13,8 @@ finite iteration bound, and every step has a finite number of attempts.
 
 from __future__ import annotations
 
+import asyncio
+import copy
 import inspect
 import math
 import uuid
@@ -24,7 +26,7 @@ from assay.clock import SYSTEM_CLOCK, Clock
 from assay.errors import StateError, WorkflowError, escape_surrogates
 from assay.ledger import Ledger
 from assay.state.canonical import canonical_value
-from assay.workflow.budget import Budget, Exhaustion, Limits, Meter, step_budget
+from assay.workflow.budget import MAX_TOKENS, Budget, Exhaustion, Limits, Meter, step_budget
 from assay.workflow.context import Plan, StepContext, StepResult
 from assay.workflow.definition import ModelSettings, Rung, Step, Workflow
 from assay.workflow.lint import check_workflow, step_input
@@ -39,7 +41,7 @@ from assay.workflow.run import (
     VerdictBody,
     read_run,
 )
-from assay.workflow.verdict import CriterionResult, Verdict, VerifierKind
+from assay.workflow.verdict import NOTHING_JUDGED, CriterionResult, Verdict, VerifierKind
 from assay.workflow.verifier import (
     CompositeVerifier,
     ExpressionVerifier,
@@ -94,6 +96,7 @@ class Engine:
         self.clock = clock
         self.session = session
         self.model = model or workflow.model
+        self._custom_verifier = verifier is not None
         self._verifier_factory = verifier or self.build_verifier
         self._verifiers: dict[str, Verifier] = {}
         self._observer = observer
@@ -136,6 +139,7 @@ class Engine:
             )
         plain = _json_object(run_input, "input", self.workflow.name)
         check_workflow(self.workflow, plain)
+        self._require_judges(self.workflow.steps)
         run_id = run_id or f"{self.workflow.name}-{uuid.uuid4().hex[:12]}"
         start = StartBody(
             workflow=self.workflow.name,
@@ -158,10 +162,34 @@ class Engine:
                 "definition it started with",
                 workflow=self.workflow.name,
             )
+        self._require_judges(tuple(s for s in self.workflow.steps if s.id not in record.committed))
+        if human is not None and not isinstance(human, Mapping):
+            raise WorkflowError(
+                f"the human input to a resume must be a JSON object, not "
+                f'{type(human).__name__}; wrap it, e.g. {{"hint": ...}}',
+                workflow=self.workflow.name,
+                field="input",
+            )
         given = _json_object(human or {}, "human input", self.workflow.name)
         resume = ResumeBody(step=record.next_step, input=given, from_status=record.status)
         self._append("resume", resume, run_id)
         return await self._drive(run_id, given)
+
+    def _require_judges(self, steps: tuple[Step, ...]) -> None:
+        """Refuse to run a step whose only check is a prompt that no model will read."""
+        if self._custom_verifier or self.model is not None:
+            return
+        for step in steps:
+            if step.prompt is not None and not step.criteria:
+                raise WorkflowError(
+                    f"step {step.id!r} is checked only by its verifier prompt, and no model is "
+                    "configured to read it, so nothing would judge its output; configure a "
+                    "model (--model-url or --model-path, or the workflow's `model`) or add "
+                    "verify.criteria to the step",
+                    workflow=self.workflow.name,
+                    step=step.id,
+                    field="verify.prompt",
+                )
 
     async def _drive(self, run_id: str, human: dict[str, Any] | None) -> RunRecord:
         record = read_run(self.ledger, run_id)
@@ -286,21 +314,29 @@ class Engine:
     async def _produce(
         self, step: Step, ctx: StepContext, executor: Any, spend: Meter
     ) -> tuple[dict[str, Any] | None, Verdict | None]:
-        """Plan, then execute; a failure of either is a failed verdict, never a crash."""
+        """Plan, then execute; a failure of either is a failed verdict, never a crash.
+
+        Each is handed its own copy of the input, so the verifier judges the input as the
+        ledger recorded it, whatever they do to theirs.
+        """
         if step.planner is not None:
-            try:
-                planned = await _call(step.planner, ctx)
-            except Exception as error:
-                return None, _engine_verdict("executor", f"the planner raised {_name(error)}")
+            planned, failed = await self._call("planner", step.planner, _own(ctx), spend)
+            if failed is not None:
+                return None, failed
             if isinstance(planned, Plan):
+                bad = _bad_charge("planner's Plan", planned.tokens, planned.cost)
+                if bad is not None:
+                    return None, _engine_verdict("executor", bad)
                 spend.charge(tokens=planned.tokens, cost=planned.cost)
                 planned = planned.value
             ctx = _with_plan(ctx, planned)
-        try:
-            produced = await _call(executor, ctx)
-        except Exception as error:
-            return None, _engine_verdict("executor", f"the executor raised {_name(error)}")
+        produced, failed = await self._call("executor", executor, _own(ctx), spend)
+        if failed is not None:
+            return None, failed
         if isinstance(produced, StepResult):
+            bad = _bad_charge("executor's StepResult", produced.tokens, produced.cost)
+            if bad is not None:
+                return None, _engine_verdict("executor", bad)
             spend.charge(tokens=produced.tokens, cost=produced.cost)
             produced = produced.output
         if not isinstance(produced, Mapping):
@@ -310,15 +346,45 @@ class Engine:
             return _json_object(produced, "output", self.workflow.name), None
         except WorkflowError as error:
             return None, _engine_verdict("executor", str(error))
+        except Exception as error:  # a Mapping whose own methods fail
+            why = f"the executor's output could not be read: {_name(error)}"
+            return None, _engine_verdict("executor", why)
+
+    async def _call(
+        self, who: str, function: Any, ctx: StepContext, spend: Meter
+    ) -> tuple[Any, Verdict | None]:
+        """Call a planner or executor: its answer, or the failed verdict it comes to.
+
+        An awaitable answer is bounded by the time left in the tightest wall bound, and
+        cancelled when that runs out; a plain call cannot be preempted.
+        """
+        try:
+            result = function(ctx)
+            if inspect.isawaitable(result):
+                result = await _within(result, spend, self.clock)
+        except _OutOfTimeError as out:
+            why = f"{out.exhaustion.reason} while the {who} was still running; it was cancelled"
+            return None, _engine_verdict("budget", why)
+        except asyncio.CancelledError:
+            if _cancelling():
+                raise  # the run itself is being cancelled
+            why = f"the {who} was cancelled (it raised CancelledError) though the run was not"
+            return None, _engine_verdict("executor", why)
+        except Exception as error:
+            return None, _engine_verdict("executor", f"the {who} raised {_name(error)}")
+        return result, None
 
     async def _judge(
         self, step: Step, context: Mapping[str, Any], output: Mapping[str, Any]
     ) -> Verdict:
         """The step's verdict on ``output``; a verifier that raises fails it, never the run."""
         try:
-            return await judge(self._verifier(step), context, output)
+            verdict = await judge(self._verifier(step), context, output)
         except Exception as error:
             return _engine_verdict("verifier", f"the verifier raised {_name(error)}")
+        if not verdict.criteria:  # nothing unobserved passes, whatever the verifier said
+            return _engine_verdict("verifier", NOTHING_JUDGED)
+        return verdict
 
     def _verifier(self, step: Step) -> Verifier:
         if step.id not in self._verifiers:
@@ -346,11 +412,78 @@ def _with_plan(ctx: StepContext, plan: Any) -> StepContext:
     return replace(ctx, plan=plan)
 
 
-async def _call(function: Any, ctx: StepContext) -> Any:
-    result = function(ctx)
-    if inspect.isawaitable(result):
-        result = await result
+def _own(ctx: StepContext) -> StepContext:
+    """``ctx`` with copies of what a planner or executor could change under the verifier."""
+    return replace(ctx, input=copy.deepcopy(ctx.input), human=copy.deepcopy(ctx.human))
+
+
+class _OutOfTimeError(Exception):
+    """An awaited planner or executor was still running when a wall bound ran out."""
+
+    def __init__(self, exhaustion: Exhaustion) -> None:
+        super().__init__(exhaustion.reason)
+        self.exhaustion = exhaustion
+
+
+async def _within(awaitable: Any, meter: Meter, clock: Clock) -> Any:
+    """Await ``awaitable``, cancelling it (``_OutOfTimeError``) when ``meter``'s tightest wall
+    bound, its own or an enclosing scope's, runs out on ``clock``."""
+    bound = meter.wall_left()
+    if bound is None:
+        return await awaitable
+    left, scope = bound
+    task = asyncio.ensure_future(awaitable)
+    ran_out = False
+
+    def run_out() -> None:
+        nonlocal ran_out
+        if not task.done():
+            ran_out = True
+            task.cancel()
+
+    timer = clock.call_later(left, run_out)
+    try:
+        result = await task
+    except asyncio.CancelledError:
+        if ran_out and not _cancelling():
+            raise _OutOfTimeError(scope.wall_exhaustion()) from None
+        raise
+    finally:
+        timer.cancel()
+    if ran_out:  # it swallowed the cancellation and answered late: still out of time
+        raise _OutOfTimeError(scope.wall_exhaustion())
     return result
+
+
+def _cancelling() -> bool:
+    """Whether the task running this is being cancelled (rather than its callee)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _bad_charge(what: str, tokens: Any, cost: Any) -> str | None:
+    """Why a reported charge cannot be charged, or ``None`` if it can."""
+    if not isinstance(tokens, int) or isinstance(tokens, bool) or not 0 <= tokens <= MAX_TOKENS:
+        return (
+            f"the {what}.tokens must be a whole number from 0 to 2**53 - 1, not "
+            f"{_shown(tokens)}; nothing was charged and the output is discarded"
+        )
+    if (
+        not isinstance(cost, (int, float))
+        or isinstance(cost, bool)
+        or not math.isfinite(cost)
+        or cost < 0
+    ):
+        return (
+            f"the {what}.cost must be a finite number ≥ 0, not {_shown(cost)}; nothing was "
+            "charged and the output is discarded"
+        )
+    return None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _name(error: Exception) -> str:
@@ -373,7 +506,5 @@ def _json_object(value: Mapping[str, Any], what: str, workflow: str) -> dict[str
 
 
 def _run_sync(awaitable: Any) -> RunRecord:
-    import asyncio
-
     result: RunRecord = asyncio.run(awaitable)
     return result
