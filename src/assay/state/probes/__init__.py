@@ -1,8 +1,9 @@
 """Probes: assay pulls the application's state where the application does not push it.
 
 ``HttpProbe`` reads a JSON endpoint, ``SqlProbe`` runs SQL queries against SQLite or
-PostgreSQL, ``CallableProbe`` calls a Python function; a ``Poller`` reads each at its
-interval on an injected clock and hands every successful read to a sink.
+PostgreSQL, ``PageProbe`` reads a page in headless Chromium, ``CallableProbe`` calls a Python
+function; a ``Poller`` reads each at its interval on an injected clock and hands every
+successful read to a sink.
 """
 
 from assay.errors import ProbeConfigError as ProbeConfigError
@@ -10,6 +11,7 @@ from assay.errors import ProbeError as ProbeError
 from assay.state.probes.function import CallableProbe as CallableProbe
 from assay.state.probes.function import ProbeFunction as ProbeFunction
 from assay.state.probes.http import HttpProbe as HttpProbe
+from assay.state.probes.page import PageProbe as PageProbe
 from assay.state.probes.pointer import JsonPointer as JsonPointer
 from assay.state.probes.poller import Poller as Poller
 from assay.state.probes.poller import Sink as Sink
