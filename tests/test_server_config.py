@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import subprocess
 import sys
@@ -11,6 +12,10 @@ import httpx
 import pytest
 
 from assay.errors import RequestError
+from assay.examples.outpost import APPLICATION as OUTPOST
+from assay.graph.declaration import Reversibility
+from assay.host import Host
+from assay.ledger import Ledger, MemoryBackend
 from assay.server import Scope, ServerConfig, Token, load_config
 from http_daemon import spawn_daemon
 
@@ -402,3 +407,36 @@ def test_a_redact_pattern_that_is_not_one_is_refused_naming_it_and_the_form(
     )
     assert result.returncode == 2
     assert result.stderr == f"assay serve: {refusal.format(source='--redact')}\n"
+
+
+def test_thresholds_come_from_a_flag_the_environment_or_the_file(tmp_path: Path) -> None:
+    # Only Host(thresholds=...) in Python could set them: the daemon ran on the defaults.
+    assert load_config({"thresholds": ["irreversible=0.99"]}, {}).thresholds == (
+        ("irreversible", 0.99),
+    )
+    assert load_config({}, {"ASSAY_THRESHOLDS": "reversible=0.2 compensable=0.9"}).thresholds == (
+        ("reversible", 0.2),
+        ("compensable", 0.9),
+    )
+    file = tmp_path / "assay.toml"
+    file.write_text("[thresholds]\nirreversible = 0.975\n")
+    assert load_config({}, {}, file).thresholds == (("irreversible", 0.975),)
+    for given, says in (
+        ("irreversible", "--threshold: 'irreversible' is not TIER=CONFIDENCE, such as "),
+        ("irreversible=high", "--threshold: 'irreversible=high' is not TIER=CONFIDENCE"),
+        ("irreversible=1.5", "thresholds: irreversible must be a number from 0 to 1, not 1.5"),
+        ("risky=0.5", "thresholds: 'risky' is not a reversibility tier; tiers are reversible"),
+    ):
+        with pytest.raises(RequestError) as caught:
+            load_config({"thresholds": [given]}, {})
+        assert str(caught.value).startswith(says), str(caught.value)
+        assert caught.value.field == "thresholds"
+
+
+@pytest.mark.anyio
+async def test_the_daemons_thresholds_go_over_the_applications() -> None:
+    application = dataclasses.replace(OUTPOST, thresholds={"irreversible": 0.9, "reversible": 0.1})
+    async with Host(application, Ledger(MemoryBackend()), thresholds={"reversible": 0.3}) as host:
+        assert host.thresholds[Reversibility.IRREVERSIBLE] == 0.9
+        assert host.thresholds[Reversibility.REVERSIBLE] == 0.3
+        assert host.thresholds[Reversibility.COMPENSABLE] == 0.8  # the default

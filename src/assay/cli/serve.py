@@ -78,6 +78,14 @@ def register(commands: Any) -> None:
         help="close a session no request has named for this long (default "
         f"{DEFAULT_SESSION_IDLE_S:g}; 0: never)",
     )
+    parser.add_argument(
+        "--threshold",
+        dest="thresholds",
+        action="append",
+        metavar="TIER=CONFIDENCE",
+        help="the confidence a reversibility tier needs to fire (irreversible=0.99), over the "
+        "application's and the defaults (0.5, 0.8, 0.95); repeat for several",
+    )
     parser.add_argument("--config", metavar="FILE", help="a TOML file with the same settings")
     parser.add_argument("--log-level", choices=LOG_LEVELS, help="default info")
     parser.add_argument(

@@ -66,6 +66,9 @@ class Application:
     connect: Connect
     description: str = ""
     redaction: tuple[str, ...] = ()
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    """The confidence each reversibility tier needs here, over the defaults (0.5, 0.8, 0.95);
+    the daemon's own ``--threshold`` settings go over these."""
 
     def __post_init__(self) -> None:
         if self.start not in self.graph.pages:
@@ -85,6 +88,7 @@ class Application:
         expected_interval: float = 30.0,
         description: str = "",
         redaction: Iterable[str] = (),
+        thresholds: Mapping[str, float] | None = None,
     ) -> Application:
         """An application living in this process: its state starts as ``state`` and its
         handlers (or a factory given the store, to report through) act on it."""
@@ -102,7 +106,7 @@ class Application:
             wired = handlers(store) if callable(handlers) else handlers
             return Connection(substrate=substrate, handlers=dict(wired))
 
-        return cls(graph, start, connect, description, tuple(redaction))
+        return cls(graph, start, connect, description, tuple(redaction), dict(thresholds or {}))
 
 
 def load_application(target: str) -> Application:

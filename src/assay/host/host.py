@@ -93,7 +93,9 @@ class Host:
         self.ledger = ledger
         self.clock = clock
         self.redaction = redaction or Redaction(application.redaction)
-        self.thresholds: dict[Reversibility, float] = resolve_thresholds(thresholds)
+        given: dict[Any, float] = dict(application.thresholds)
+        given.update(thresholds or {})  # the host's own over the application's
+        self.thresholds: dict[Reversibility, float] = resolve_thresholds(given)
         self.evidence = DurableEvidence(ledger)
         self.sessions: dict[str, Session] = {}
         self.session_idle_s = session_idle_s

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from assay.defaults import DEFAULT_APPLICATION, DEFAULT_SESSION_IDLE_S
 from assay.defaults import DEFAULT_LEDGER_URL as DEFAULT_URL
-from assay.errors import ContractError, RequestError
+from assay.errors import ContractError, RequestError, WrongTypeError
 from assay.server.tokens import TOKEN_FORM, Token, check_distinct, parse_scopes
 
 DEFAULT_HOST: Final = "127.0.0.1"
@@ -40,6 +40,7 @@ ENVIRONMENT: Final = {
     "redact": "ASSAY_REDACT",
     "max_body_bytes": "ASSAY_MAX_BODY_BYTES",
     "session_idle_s": "ASSAY_SESSION_IDLE_S",
+    "thresholds": "ASSAY_THRESHOLDS",
 }
 CONFIG_ENV: Final = "ASSAY_CONFIG"
 _FILE_KEYS: Final = tuple(ENVIRONMENT)
@@ -67,6 +68,8 @@ class ServerConfig:
     """Larger request bodies are refused (413) before they are read whole."""
     session_idle_s: float = DEFAULT_SESSION_IDLE_S
     """A session no request names for this long is closed; 0: sessions never expire."""
+    thresholds: tuple[tuple[str, float], ...] = ()
+    """(tier, confidence) pairs over the application's thresholds and the defaults."""
 
     @property
     def loopback(self) -> bool:
@@ -94,6 +97,12 @@ class ServerConfig:
                 field="log_level",
             )
         check_distinct(self.tokens)
+        from assay.graph.session import resolve_thresholds  # here: as parse_path below
+
+        try:
+            resolve_thresholds(dict(self.thresholds))
+        except WrongTypeError as error:
+            raise RequestError(str(error), field="thresholds") from None
         from assay.expr.path import parse_path  # here: the CLI's parser loads no compiler
 
         for pattern in self.redact:
@@ -178,6 +187,7 @@ FLAGS: Final = {
     "redact": "--redact",
     "max_body_bytes": "--max-body-bytes",
     "session_idle_s": "--session-idle-s",
+    "thresholds": "--threshold",
 }
 """The flag of each setting."""
 
@@ -185,6 +195,8 @@ FLAGS: Final = {
 def _from_flag(key: str, value: Any) -> Any:
     if key == "tokens":
         return tuple(Token.parse(text, source="--token") for text in value)
+    if key == "thresholds":
+        return tuple(_threshold(text, "--threshold") for text in value)
     if key in ("workflows", "redact"):
         return tuple(value)
     return value
@@ -207,6 +219,8 @@ def _from_environment(key: str, value: str, variable: str) -> Any:
             raise RequestError(
                 f"{variable} must be a number of seconds, not {value!r}", field=key
             ) from None
+    if key == "thresholds":
+        return tuple(_threshold(text, variable) for text in value.split())
     if key == "access_log":
         return value.strip().lower() not in ("0", "false", "no", "off")
     if key == "workflows":
@@ -230,7 +244,23 @@ def _from_file(key: str, value: Any, path: str) -> Any:
         if not all(isinstance(item, str) for item in value):
             raise RequestError(f"--config {path}: {key} must be an array of strings", field=key)
         return tuple(value)
+    if key == "thresholds":
+        return tuple(value.items())  # checked with the rest, in ServerConfig.check
     return value
+
+
+def _threshold(text: str, source: str) -> tuple[str, float]:
+    """``TIER=CONFIDENCE`` (``irreversible=0.99``) as a pair; ``RequestError`` if not."""
+    tier, sign, number = text.partition("=")
+    try:
+        if not sign:
+            raise ValueError
+        return tier.strip(), float(number)
+    except ValueError:
+        raise RequestError(
+            f"{source}: {text!r} is not TIER=CONFIDENCE, such as irreversible=0.99",
+            field="thresholds",
+        ) from None
 
 
 _FILE_KINDS: Final[dict[str, tuple[type | tuple[type, ...], str]]] = {
@@ -241,6 +271,7 @@ _FILE_KINDS: Final[dict[str, tuple[type | tuple[type, ...], str]]] = {
     "access_log": (bool, "boolean"),
     "workflows": (list, "array of strings"),
     "redact": (list, "array of strings"),
+    "thresholds": (dict, "table of numbers, such as {irreversible = 0.99}"),
 }
 
 

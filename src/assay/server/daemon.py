@@ -49,7 +49,11 @@ async def run(config: ServerConfig, *, ready: Callable[[str], None] | None = Non
         try:
             idle_s = config.session_idle_s or None  # 0: sessions never expire
             async with Host(
-                application, ledger, redaction=redaction, session_idle_s=idle_s
+                application,
+                ledger,
+                redaction=redaction,
+                session_idle_s=idle_s,
+                thresholds=dict(config.thresholds),
             ) as host:
                 workflows = Workflows(
                     ledger,
