@@ -294,8 +294,8 @@ def test_selector_failures_name_the_key_and_never_quote_the_page(app: tuple[App,
     token = {"selector": "#token", "as": "number"}
     assert read_error(PageProbe(url + "/", selectors={"user.token": token})) == (
         "the text of the element the selector '#token' for 'user.token' selects is not a "
-        "number; 'as': 'number' reads a JSON number such as 42 or -1.5 (no units, signs or "
-        "separators around it), so read it as text or with a script"
+        "number; 'as': 'number' reads a JSON number such as 42 or -1.5 (no units, currency "
+        "signs or thousands separators), so read it as text or with a script"
     )
     assert read_error(PageProbe(url + "/", selectors={"items": ".item"})) == (
         "the selector '.item' for 'items' matches 2 elements; a state key reads one element, "

@@ -177,8 +177,8 @@ class Selector:
             what = f"attribute {self.attribute!r}" if self.attribute else "text"
             raise ProbeError(
                 f"the {what} of the element {here} selects is not a number; 'as': 'number' "
-                "reads a JSON number such as 42 or -1.5 (no units, signs or separators around "
-                "it), so read it as text or with a script",
+                "reads a JSON number such as 42 or -1.5 (no units, currency signs or thousands "
+                "separators), so read it as text or with a script",
                 source=source,
             )
         return True, number
