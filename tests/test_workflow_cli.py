@@ -279,3 +279,21 @@ def test_runs_and_resume_refuse_a_memory_ledger_and_a_page_of_no_runs() -> None:
     zero = assay("runs", "--limit", "0", "--ledger", "memory:")
     assert zero.returncode == 2
     assert "argument --limit: expected 1 or more runs, got 0" in zero.stderr
+
+
+def test_a_run_nothing_could_judge_is_refused_before_a_ledger_is_made(tmp_path: Path) -> None:
+    # A step checked only by a prompt, with no model to read it: the run was refused, but
+    # only after the ledger file had been created.
+    flow = tmp_path / "unjudged.yaml"
+    flow.write_text(
+        "workflow: unjudged\nsteps:\n  - id: a\n    executor: json:dumps\n"
+        "    empty_output: {items: []}\n    verify: {prompt: Check the items.}\n",
+        encoding="utf-8",
+    )
+    ledger = tmp_path / "ledger.db"
+    result = assay("run", str(flow), "--input", "{}", "--ledger", f"sqlite:///{ledger}")
+    assert result.returncode == 2
+    assert "step 'a' is checked only by its verifier prompt, and no model is configured" in (
+        result.stderr
+    )
+    assert not ledger.exists()

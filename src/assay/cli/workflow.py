@@ -144,6 +144,7 @@ def run_lint(args: argparse.Namespace) -> int:
 
 def run_run(args: argparse.Namespace) -> int:
     from assay.ledger import open_ledger
+    from assay.workflow.engine import require_judges
     from assay.workflow.lint import check_workflow
     from assay.workflow.service import find_workflow
 
@@ -153,6 +154,8 @@ def run_run(args: argparse.Namespace) -> int:
         workflow = find_workflow(args.file)
         check_workflow(workflow, run_input)
         model = _model_settings(args)
+        # Before the ledger opens, as lint is: a run nothing could judge creates no ledger.
+        require_judges(workflow, workflow.steps, model or workflow.model)
         run_id = f"{workflow.name}-{uuid.uuid4().hex[:12]}"
         with open_ledger(args.ledger) as ledger:
             try:

@@ -18,7 +18,7 @@ import copy
 import inspect
 import math
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -177,19 +177,8 @@ class Engine:
 
     def _require_judges(self, steps: tuple[Step, ...]) -> None:
         """Refuse to run a step whose only check is a prompt that no model will read."""
-        if self._custom_verifier or self.model is not None:
-            return
-        for step in steps:
-            if step.prompt is not None and not step.criteria:
-                raise WorkflowError(
-                    f"step {step.id!r} is checked only by its verifier prompt, and no model is "
-                    "configured to read it, so nothing would judge its output; configure a "
-                    "model (--model-url or --model-path, or the workflow's `model`) or add "
-                    "verify.criteria to the step",
-                    workflow=self.workflow.name,
-                    step=step.id,
-                    field="verify.prompt",
-                )
+        if not self._custom_verifier:
+            require_judges(self.workflow, steps, self.model)
 
     async def _drive(self, run_id: str, human: dict[str, Any] | None) -> RunRecord:
         record = read_run(self.ledger, run_id)
@@ -395,6 +384,24 @@ class Engine:
         self.ledger.append(kind, body.model_dump(mode="json"), run=run_id)
         if self._observer is not None:
             self._observer(kind, body)
+
+
+def require_judges(workflow: Workflow, steps: Iterable[Step], model: ModelSettings | None) -> None:
+    """``WorkflowError`` naming the first of ``steps`` whose only check is a verifier prompt,
+    when no ``model`` will read it: nothing would judge its output."""
+    if model is not None:
+        return
+    for step in steps:
+        if step.prompt is not None and not step.criteria:
+            raise WorkflowError(
+                f"step {step.id!r} is checked only by its verifier prompt, and no model is "
+                "configured to read it, so nothing would judge its output; configure a "
+                "model (--model-url or --model-path, or the workflow's `model`) or add "
+                "verify.criteria to the step",
+                workflow=workflow.name,
+                step=step.id,
+                field="verify.prompt",
+            )
 
 
 def _limits(budget: Budget) -> Limits:
