@@ -23,6 +23,7 @@ import pytest
 
 from assay.clock import VirtualClock
 from assay.errors import AssayError, ContractError, NotFoundError
+from assay.redaction import Redaction
 from assay.state.health import HealthWindow, ProbeHealth
 from assay.state.probes import (
     CallableProbe,
@@ -37,6 +38,7 @@ from assay.state.probes import (
 )
 from assay.state.probes.probe import display_url
 from assay.state.probes.values import to_json
+from assay.state.substrate import Substrate, SubstrateState
 
 T = TypeVar("T")
 
@@ -84,6 +86,28 @@ class App:
         self.gets = 0
 
 
+SECRET = "s3cr3t-VALUE-123"
+SECRET_BODIES: dict[str, tuple[int, str, bytes]] = {
+    "/secret-nan": (
+        200,
+        "application/json",
+        b'{"secret_token": "s3cr3t-VALUE-123", "view": {"domain": NaN}}',
+    ),
+    "/secret-500": (500, "text/plain", b"token s3cr3t-VALUE-123 rejected"),
+    "/secret-broken": (200, "application/json", b'{"secret_token": "s3cr3t-VALUE-123",\n "x": }'),
+    "/secret-latin": (
+        200,
+        "application/json",
+        '{"secret_token": "s3cr3t-VALUE-123\xe9"}'.encode("latin-1"),
+    ),
+    "/secret-twice": (
+        200,
+        "application/json",
+        b'{"view": {"secret_token": "s3cr3t-VALUE-123", "secret_token": "other"}}',
+    ),
+}
+
+
 class Handler(BaseHTTPRequestHandler):
     server: AppServer
 
@@ -100,6 +124,8 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, "application/json", b'{"x": NaN}')
         elif self.path == "/boom":
             self._send(500, "text/plain", b"database on fire")
+        elif self.path in SECRET_BODIES:
+            self._send(*SECRET_BODIES[self.path])
         elif self.path in ("/moved", "/moved-away"):
             self.send_response(307 if self.path == "/moved" else 302)
             self.send_header("Location", "/state" if self.path == "/moved" else "/gone")
@@ -180,19 +206,19 @@ def test_http_probe_failures_name_the_url_the_status_and_the_problem(
     _, base = app
     assert read_error(HttpProbe(f"{base}/boom")) == (
         f"GET {base}/boom answered HTTP 500 Internal Server Error, expected a 2xx JSON "
-        "response; body 'database on fire'"
+        "response; a body of 16 bytes (text/plain)"
     )
     assert read_error(HttpProbe(f"{base}/missing?token=s3cret")) == (
         f"GET {base}/missing?… answered HTTP 404 Not Found, expected a 2xx JSON response; "
-        "body 'no such page'"
+        "a body of 12 bytes (text/plain)"
     )
     assert read_error(HttpProbe(f"{base}/html")) == (
-        f"GET {base}/html answered HTTP 200 OK with a body that is not JSON (text/html; "
-        "Expecting value: line 1 column 1 (char 0)): '<html><body>Sign in</body></html>'"
+        f"GET {base}/html answered HTTP 200 OK with a body of 33 bytes (text/html) that is not "
+        "JSON: Expecting value at line 1 column 1"
     )
     assert read_error(HttpProbe(f"{base}/nan")) == (
-        f"GET {base}/nan answered HTTP 200 OK with a body that is not JSON (application/json; "
-        """NaN is not JSON): '{"x": NaN}'"""
+        f"GET {base}/nan answered HTTP 200 OK with a body of 10 bytes (application/json) that "
+        "is not JSON: it holds NaN, which JSON does not allow"
     )
     assert read_error(HttpProbe(f"{base}/list")) == (
         f"the response of GET {base}/list is an array; it must be an object, whose keys "
@@ -206,6 +232,39 @@ def test_http_probe_failures_name_the_url_the_status_and_the_problem(
         f"JSON pointer '/inbox/unread' does not resolve in the response of GET {base}/state: "
         "'/inbox' has no key 'unread'"
     )
+
+
+def test_http_probe_failures_never_quote_the_body(app: tuple[App, str]) -> None:
+    """A body can hold what redaction withholds; last_error in GET /v1/state used to quote
+    it (a NaN beside a secret token, a 500 whose text named the token)."""
+    _, base = app
+    probes = [HttpProbe(f"{base}{path}", name=path) for path in SECRET_BODIES]
+
+    async def main() -> SubstrateState:
+        substrate = Substrate(
+            probes=probes, redaction=Redaction(["secret_token", "**.secret_token"])
+        )
+        assert substrate.poller is not None
+        await substrate.poller.read_once()
+        await substrate.stop()
+        return substrate.state()
+
+    state = run(main)
+    errors = {source.name: source.last_error for source in state.sources}
+    assert SECRET not in state.model_dump_json()
+    assert errors == {
+        "/secret-nan": f"GET {base}/secret-nan answered HTTP 200 OK with a body of 61 bytes "
+        "(application/json) that is not JSON: it holds NaN, which JSON does not allow",
+        "/secret-500": f"GET {base}/secret-500 answered HTTP 500 Internal Server Error, "
+        "expected a 2xx JSON response; a body of 31 bytes (text/plain)",
+        "/secret-broken": f"GET {base}/secret-broken answered HTTP 200 OK with a body of 44 "
+        "bytes (application/json) that is not JSON: Expecting value at line 2 column 7",
+        "/secret-latin": f"GET {base}/secret-latin answered HTTP 200 OK with a body of 37 "
+        "bytes (application/json) that is not JSON: it is not utf-8 text (byte 34)",
+        "/secret-twice": f"GET {base}/secret-twice answered HTTP 200 OK with JSON that gives "
+        "the key 'secret_token' twice in one object; JSON readers differ on which one "
+        "counts, so neither is taken",
+    }
 
 
 def test_http_probe_pointer_to_an_object_without_into_owns_its_keys(
@@ -241,7 +300,7 @@ def test_http_probe_connection_refused() -> None:
 def test_http_probe_times_out_on_a_stalled_handler(app: tuple[App, str]) -> None:
     _, base = app
     assert read_error(HttpProbe(f"{base}/stall", timeout=0.1)) == (
-        f"GET {base}/stall timed out after 0.1 s while waiting for the response"
+        f"GET {base}/stall gave no answer within 0.1 s; the read was abandoned"
     )
 
 
@@ -385,7 +444,7 @@ def test_sqlite_refuses_what_does_not_fit_its_shape(shop: Path) -> None:
     )
     assert read_error(
         SqlProbe(url, {"o": {"sql": "SELECT status AS id FROM orders, sent", "key": "id"}})
-    ) == ("the query for 'o' has two rows with 'id' = 'paid'; the key column must be unique")
+    ) == ("the query for 'o' has two rows with the same 'id'; the key column must be unique")
     assert read_error(SqlProbe(url, {"o": "SELECT id, status AS id FROM orders"})) == (
         "the query for 'o' returns the column 'id' twice; give each column its own name with AS"
     )
@@ -599,6 +658,31 @@ def test_postgres_failures_and_recovery(pg: tuple[str, psycopg.Connection[Any]])
     assert admin.execute("SELECT count(*) FROM t").fetchone() == (1,)
 
 
+def test_postgres_query_is_one_statement_and_keeps_percent_signs(
+    pg: tuple[str, psycopg.Connection[Any]],
+) -> None:
+    """psycopg sent a query without parameters through the simple protocol, which runs
+    several statements: the commit ended the read-only transaction and the update stuck."""
+    url, admin = pg
+    admin.execute("CREATE TABLE knob (n int)")
+    admin.execute("INSERT INTO knob VALUES (1)")
+    admin.execute("CREATE TABLE secrets (v text)")
+    admin.execute("INSERT INTO secrets VALUES (%s)", [SECRET])
+    sneaky = "select 1; commit; update knob set n = n + 1; select 2"
+    assert read_error(SqlProbe(url, {"k": sneaky})) == (
+        "the query for 'k' failed: it holds more than one statement; a probe query is one "
+        f"SELECT (SQLSTATE 42601) (SQL: {sneaky})"
+    )
+    assert admin.execute("SELECT n FROM knob").fetchone() == (1,)
+    percent = {"hit": "SELECT 'a%s' LIKE '%%s'", "text": "SELECT '100%' AS t"}
+    assert read(SqlProbe(url, percent)) == {"hit": True, "text": "100%"}
+    # A data exception's message quotes the value ("invalid input syntax ...: <value>").
+    assert read_error(SqlProbe(url, {"n": "SELECT v::int FROM secrets"})) == (
+        "the query for 'n' failed: a data exception, InvalidTextRepresentation "
+        "(SQLSTATE 22P02) (SQL: SELECT v::int FROM secrets)"
+    )
+
+
 def test_postgres_connection_refused_and_factories(postgres_url: str) -> None:
     port = free_port()
     message = read_error(SqlProbe(f"postgresql://me:pw@127.0.0.1:{port}/x", {"n": "SELECT 1"}))
@@ -728,7 +812,7 @@ class Recorder:
         self.clock = clock
         self.calls: list[tuple[float, str, dict[str, Any]]] = []
 
-    def __call__(self, name: str, values: dict[str, Any]) -> None:
+    def __call__(self, name: str, values: dict[str, Any], gone: frozenset[str]) -> None:
         self.calls.append((self.clock.monotonic(), name, values))
 
 
@@ -804,18 +888,18 @@ def test_poller_records_failures_in_health_and_skips_the_sink() -> None:
     ]
 
 
-def test_poller_reports_vanished_keys_as_none_and_counts_a_refusing_sink() -> None:
+def test_poller_hands_over_vanished_keys_as_gone_and_counts_a_refusing_sink() -> None:
     answers = iter([{"a": 1, "b": 2}, {"a": 1}, {"a": 3}, {"a": 4}])
     refuse = [False, False, True, False]
 
-    async def main() -> tuple[list[dict[str, Any]], ProbeHealth]:
-        seen: list[dict[str, Any]] = []
+    async def main() -> tuple[list[tuple[dict[str, Any], frozenset[str]]], ProbeHealth]:
+        seen: list[tuple[dict[str, Any], frozenset[str]]] = []
 
-        def sink(name: str, values: dict[str, Any]) -> None:
+        def sink(name: str, values: dict[str, Any], gone: frozenset[str]) -> None:
             if refuse[len(seen)]:
-                seen.append({})
+                seen.append(({}, frozenset()))
                 raise AssayError("conflicting keys")
-            seen.append(values)
+            seen.append((values, gone))
 
         poller = Poller([CallableProbe(lambda: next(answers), name="p")], sink, VirtualClock())
         for _ in range(4):
@@ -823,7 +907,12 @@ def test_poller_reports_vanished_keys_as_none_and_counts_a_refusing_sink() -> No
         return seen, poller.health("p")
 
     seen, health = run(main)
-    assert seen == [{"a": 1, "b": 2}, {"a": 1, "b": None}, {}, {"a": 4}]
+    assert seen == [
+        ({"a": 1, "b": 2}, frozenset()),
+        ({"a": 1}, frozenset({"b"})),
+        ({}, frozenset()),
+        ({"a": 4}, frozenset()),
+    ]
     assert health.last_error == "the sink refused the values: AssayError: conflicting keys"
     assert (health.reads, health.ratio, health.consecutive_failures) == (4, 0.75, 0)
 

@@ -86,3 +86,38 @@ def test_substrate_state_reports_sources_confidence_and_redacts() -> None:
     assert drone.last_error == "RuntimeError: link down"
     assert drone.last_seen_ms_ago == 0
     assert "sk-secret" not in state.model_dump_json()
+
+
+def test_a_key_a_probe_no_longer_answers_is_removed_in_one_version() -> None:
+    """It used to be stored as null: {"inbox": null, "token": null}, with inbox null→null
+    listed as "added" and token "abc"→null as "changed", and {"inbox": {"eq": null}} held."""
+    answers = iter(
+        [
+            {"inbox": {"unread": 3}, "token": "abc", "kept": None, '["a.b"]': 1},
+            {"kept": None, '["a.b"]': 2},
+        ]
+    )
+
+    async def main() -> tuple[Any, ...]:
+        clock = VirtualClock()
+        substrate = Substrate(
+            probes=[CallableProbe(lambda: next(answers), name="app")], clock=clock
+        )
+        substrate.store.report({"other": 1}, source="reporter")
+        assert substrate.poller is not None
+        await substrate.poller.read_once()
+        first = substrate.store.current
+        await substrate.poller.read_once()
+        second = substrate.store.current
+        changes = substrate.store.changes_between(first, second)
+        return second.objects, second.version - first.version, changes, substrate.sources()
+
+    objects, versions, changes, sources = asyncio.run(main())
+    assert objects == {"other": 1, "kept": None, "a.b": 2}
+    assert versions == 1
+    assert [(c.key, c.before, c.after, c.kind) for c in changes] == [
+        ('["a.b"]', 1, 2, "changed"),
+        ("inbox.unread", 3, None, "removed"),
+        ("token", "abc", None, "removed"),
+    ]
+    assert [(s.name, s.messages) for s in sources] == [("reporter", 1), ("app", 2)]

@@ -1,7 +1,8 @@
 """``Substrate``: an application's state as assay sees it — store, probes and confidence.
 
 It owns a ``StateStore`` fed by pushed reports and by probes (each successful probe read
-becomes a ``set`` of the keys that probe owns), and answers ``state()`` with the
+becomes a ``set`` of the keys that probe owns, and removes the keys it owned and no longer
+answers), and answers ``state()`` with the
 ``SubstrateState`` wire type: objects (redacted), version, capture time, confidence and its
 parts, and every source with when it was last heard.
 """
@@ -17,9 +18,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.clock import SYSTEM_CLOCK, Clock
-from assay.expr.path import parse_path
+from assay.expr.path import format_path, parse_path
 from assay.redaction import REDACTED, Redaction
+from assay.state.canonical import expand_report
 from assay.state.confidence import Confidence, assess
+from assay.state.patch import Replace, merge_into
 from assay.state.probes import Poller, Probe
 from assay.state.store import StateStore
 
@@ -89,8 +92,18 @@ class Substrate:
         """The fastest probe's interval, which is how often pulled state can change."""
         return self._poll_interval_ms
 
-    def _sink(self, name: str, values: dict[str, Any]) -> None:
-        self.store.set(values, source=name)
+    def _sink(self, name: str, values: dict[str, Any], gone: frozenset[str]) -> None:
+        if not gone:
+            self.store.set(values, source=name)
+            return
+        # Keys the application no longer answers are removed, not set to null, in the same
+        # version as the read's other values: the store's one operation that removes keys
+        # and replaces others wholesale is a replacement of the whole substrate.
+        objects = merge_into(self.store.current.objects, expand_report(dict.fromkeys(gone)), (), [])
+        objects = merge_into(objects, expand_report(values, Replace), (), [])
+        self.store.replace(
+            {format_path((key,)): value for key, value in objects.items()}, source=name
+        )
 
     async def start(self) -> None:
         """Start polling the probes (the first reads happen at once)."""

@@ -8,7 +8,12 @@ from typing import Any
 
 from assay.errors import ProbeError
 from assay.expr.path import parse_path
-from assay.state.probes.probe import DEFAULT_INTERVAL, check_interval
+from assay.state.probes.probe import (
+    DEFAULT_INTERVAL,
+    DEFAULT_TIMEOUT,
+    check_interval,
+    check_timeout,
+)
 from assay.state.probes.values import to_json
 
 ProbeFunction = Callable[[], Mapping[str, Any] | Awaitable[Mapping[str, Any]]]
@@ -18,16 +23,25 @@ ProbeFunction = Callable[[], Mapping[str, Any] | Awaitable[Mapping[str, Any]]]
 class CallableProbe:
     """Calls ``fn`` for each read; values are converted to JSON as for SQL rows.
 
-    A plain function runs on the event loop, so it must return quickly; one that blocks
-    (file or network I/O) should be ``async`` and hand its work to ``asyncio.to_thread``.
+    A plain function runs on the event loop, so it must return quickly: nothing can stop it,
+    and the poller cannot even count it late while it blocks the loop. One that blocks (file
+    or network I/O) should be ``async`` and hand its work to ``asyncio.to_thread``. An async
+    function still running after ``timeout`` seconds is cancelled and its read counts as
+    failed; work it handed to a thread cannot be stopped and runs on to its end, unseen.
     """
 
     def __init__(
-        self, fn: ProbeFunction, *, name: str | None = None, interval: float = DEFAULT_INTERVAL
+        self,
+        fn: ProbeFunction,
+        *,
+        name: str | None = None,
+        interval: float = DEFAULT_INTERVAL,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self.fn = fn
         self.name = name if name is not None else _name_of(fn)
         self.interval = check_interval(interval)
+        self.timeout = check_timeout(timeout)
 
     def __repr__(self) -> str:
         return f"CallableProbe({self.fn!r}, name={self.name!r})"

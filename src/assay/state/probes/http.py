@@ -3,11 +3,15 @@
 The whole document, or the part an RFC 6901 pointer selects, goes under one state key
 (``into="inbox"``); without ``into`` it must be an object, and its top-level keys are the
 keys the probe owns. Any answer other than a 2xx JSON document is a failed read whose
-message names the URL, the status and what was wrong. Redirects are followed.
+message names the URL, the status and what was wrong, and never quotes the body: it can hold
+what redaction withholds. So is a document that gives one key twice in an object (JSON
+readers differ on which one counts), and a response that has not ended within ``timeout``
+(the whole request, however slowly the server keeps sending). Redirects are followed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from typing import Any, Final
@@ -18,10 +22,13 @@ from assay.defaults import HTTP_READ_TIMEOUT
 from assay.errors import ContractError, ProbeConfigError, ProbeError
 from assay.expr.path import format_path, json_type_name, parse_path
 from assay.state.probes.pointer import JsonPointer
-from assay.state.probes.probe import DEFAULT_INTERVAL, check_interval, display_url
-
-EXCERPT: Final = 200
-"""How much of an unexpected response body a message quotes."""
+from assay.state.probes.probe import (
+    DEFAULT_INTERVAL,
+    check_interval,
+    check_timeout,
+    display_url,
+    no_answer,
+)
 
 _PHASES: Final = {
     httpx.ConnectTimeout: "connecting",
@@ -31,18 +38,48 @@ _PHASES: Final = {
 }
 
 
+class _DuplicateKeyError(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
 def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise ValueError(f"it holds {name}, which JSON does not allow")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    document = dict(pairs)
+    if len(document) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKeyError(key)
+            seen.add(key)
+    return document
+
+
+def _where_broken(exc: ValueError) -> str:
+    """Where and how a body failed to parse as JSON, without quoting any of it."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"it is not {exc.encoding} text (byte {exc.start})"
+    return str(exc)
+
+
+def _body(response: httpx.Response) -> str:
+    """The body described by its size and type: never quoted, as it can hold secrets."""
+    size = len(response.content)
+    if not size:
+        return "an empty body"
+    content_type = response.headers.get("content-type", "no content-type")
+    return f"a body of {size} byte{'' if size == 1 else 's'} ({content_type})"
 
 
 def _redirected(response: httpx.Response) -> str:
     """Where a followed redirect led, for a message about the response that ended it."""
     return f" (redirected to {display_url(str(response.url))})" if response.history else ""
-
-
-def _excerpt(text: str) -> str:
-    text = " ".join(text.split())
-    return repr(text if len(text) <= EXCERPT else text[: EXCERPT - 1] + "…")
 
 
 class HttpProbe:
@@ -78,15 +115,11 @@ class HttpProbe:
                 raise ProbeConfigError(
                     f"into {into!r} is not a state key: {exc}", parameter="into"
                 ) from None
-        if not timeout > 0:
-            raise ProbeConfigError(
-                f"timeout is a positive number of seconds, got {timeout!r}", parameter="timeout"
-            )
         self.url = url
         self.into = into
         self.pointer = JsonPointer(pointer) if pointer is not None else None
         self.interval = check_interval(interval)
-        self.timeout = float(timeout)
+        self.timeout = check_timeout(timeout)
         self.headers = {"Accept": "application/json", **(headers or {})}
         self.name = name if name is not None else display_url(url)
         self._shown = display_url(url)
@@ -106,36 +139,43 @@ class HttpProbe:
         """GET the URL and answer the owned keys; ``ProbeError`` on any other outcome."""
         request = f"GET {self._shown}"
         try:
-            response = await self._client().get(
-                self.url, headers=self.headers, timeout=self.timeout, follow_redirects=True
-            )
+            async with asyncio.timeout(self.timeout):
+                response = await self._client().get(
+                    self.url, headers=self.headers, timeout=self.timeout, follow_redirects=True
+                )
         except httpx.TimeoutException as exc:
             phase = _PHASES.get(type(exc), "waiting")
             raise ProbeError(
                 f"{request} timed out after {self.timeout:g} s while {phase}",
                 source=self._shown,
             ) from exc
+        except TimeoutError as exc:
+            raise ProbeError(no_answer(request, self.timeout), source=self._shown) from exc
         except httpx.HTTPError as exc:
             what = "could not connect" if isinstance(exc, httpx.ConnectError) else "failed"
             raise ProbeError(
                 f"{request} {what}: {exc or type(exc).__name__}", source=self._shown
             ) from exc
         status = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
+        answered = f"{request} answered {status}{_redirected(response)}"
         if not response.is_success:
-            body = f"body {_excerpt(response.text)}" if response.content else "an empty body"
             raise ProbeError(
-                f"{request} answered {status}{_redirected(response)}, expected a 2xx JSON "
-                f"response; {body}",
+                f"{answered}, expected a 2xx JSON response; {_body(response)}",
                 source=self._shown,
             )
         try:
-            document = json.loads(response.content, parse_constant=_reject_constant)
-        except ValueError as exc:
-            content_type = response.headers.get("content-type", "no content-type")
+            document = json.loads(
+                response.content, parse_constant=_reject_constant, object_pairs_hook=_unique_keys
+            )
+        except _DuplicateKeyError as exc:
             raise ProbeError(
-                f"{request} answered {status}{_redirected(response)} with a body that is not "
-                f"JSON ({content_type}; "
-                f"{exc}): {_excerpt(response.text)}",
+                f"{answered} with JSON that gives the key {exc.key!r} twice in one object; "
+                "JSON readers differ on which one counts, so neither is taken",
+                source=self._shown,
+            ) from exc
+        except ValueError as exc:
+            raise ProbeError(
+                f"{answered} with {_body(response)} that is not JSON: {_where_broken(exc)}",
                 source=self._shown,
             ) from exc
         return self._select(document, request)

@@ -1,13 +1,19 @@
 """``Poller``: reads each probe at its interval and hands every successful read to a sink.
 
-One task per probe reads it, hands ``(probe name, values)`` to the sink, records the
-outcome in the probe's ``HealthWindow`` and sleeps on the injected clock until the next
-read is due (reads start ``interval`` apart; one that overruns is followed at once). A
-failed read, or a sink that raises, is recorded as a failure and never stops the polling.
+One task per probe reads it, hands the values to the sink, records the outcome in the
+probe's ``HealthWindow`` and sleeps on the injected clock until the next read is due (reads
+start ``interval`` apart; one that overruns is followed at once). A failed read, or a sink
+that raises, is recorded as a failure and never stops the polling.
+
+Every read has a deadline on the poller's clock: the probe's ``timeout``. A read that has not
+answered by then is cancelled and counts as failed ("gave no answer within 2 s"), so one
+stuck read never leaves stale values looking fresh nor holds up polling, ``read_once`` or
+``stop``. A read that ignores cancellation is left to end on its own, and no new read of that
+probe starts until it has (each later read until then fails saying so).
 
 The values handed to the sink are whole values for the keys the probe owns, to be set in
-place of what the store holds. A key that the probe answered in its previous successful
-read and no longer answers is handed over as ``None``: it is gone from the application.
+place of what the store holds, with the keys that the probe answered in its previous
+successful read and no longer answers: they are gone from the application.
 """
 
 from __future__ import annotations
@@ -19,10 +25,10 @@ from typing import Any, TypeAlias
 from assay.clock import SYSTEM_CLOCK, Clock
 from assay.errors import NotFoundError, ProbeConfigError, ProbeError
 from assay.state.health import DEFAULT_WINDOW, HealthWindow, ProbeHealth
-from assay.state.probes.probe import ClosableProbe, Probe, check_interval
+from assay.state.probes.probe import ClosableProbe, Probe, check_interval, no_answer, read_timeout
 
-Sink: TypeAlias = Callable[[str, dict[str, Any]], None]
-"""Receives ``(probe name, {dotted_key: value})`` after each successful read."""
+Sink: TypeAlias = Callable[[str, dict[str, Any], frozenset[str]], None]
+"""Receives ``(probe name, {dotted_key: value}, keys gone)`` after each successful read."""
 
 
 def _message(exc: Exception) -> str:
@@ -44,6 +50,7 @@ class Poller:
         window: int = DEFAULT_WINDOW,
     ) -> None:
         self._probes: dict[str, Probe] = {}
+        self._timeouts: dict[str, float] = {}
         for probe in probes:
             name = probe.name
             if name in self._probes:
@@ -52,12 +59,14 @@ class Poller:
                     parameter="probes",
                 )
             check_interval(probe.interval)
+            self._timeouts[name] = read_timeout(probe)
             self._probes[name] = probe
         self._sink = sink
         self._clock = clock
         self._health = {name: HealthWindow(name, window) for name in self._probes}
         self._owned: dict[str, frozenset[str]] = dict.fromkeys(self._probes, frozenset())
         self._locks = {name: asyncio.Lock() for name in self._probes}
+        self._abandoned: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._finished: asyncio.Event | None = None
 
@@ -127,22 +136,75 @@ class Poller:
 
     async def _read(self, probe: Probe) -> None:
         name = probe.name
-        health = self._health[name]
         async with self._locks[name]:
+            timeout = self._timeouts[name]
+            expired = asyncio.get_running_loop().create_future()
+            timer = self._clock.call_later(timeout, lambda: _set(expired))
             try:
-                values = await probe.read()
-            except Exception as exc:
-                health.record_failure(self._clock.monotonic(), _message(exc))
-                return
-            report = dict(values)
-            for key in sorted(self._owned[name] - report.keys()):
-                report[key] = None
-            try:
-                self._sink(name, report)
-            except Exception as exc:
-                health.record_failure(
-                    self._clock.monotonic(), f"the sink refused the values: {_message(exc)}"
+                reading = await self._start(name, timeout, expired)
+                if reading is None:
+                    return
+                try:
+                    await asyncio.wait((reading, expired), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    if not reading.done():
+                        reading.cancel()
+                if not reading.done():
+                    self._abandon(name, reading)
+                    self._failed(name, no_answer(f"probe {name!r}", timeout))
+                    return
+            finally:
+                timer.cancel()
+                expired.cancel()
+            self._finish(name, reading)
+
+    async def _start(
+        self, name: str, timeout: float, expired: asyncio.Future[None]
+    ) -> asyncio.Future[dict[str, Any]] | None:
+        """Start a read once an abandoned one has ended; ``None`` if it has not by ``expired``."""
+        previous = self._abandoned.pop(name, None)
+        if previous is not None and not previous.done():
+            await asyncio.wait((previous, expired), return_when=asyncio.FIRST_COMPLETED)
+            if not previous.done():
+                self._abandoned[name] = previous
+                self._failed(
+                    name,
+                    f"probe {name!r}: a read abandoned after {timeout:g} s has not ended (it did "
+                    "not stop when cancelled); no new read starts until it does",
                 )
-                return
-            self._owned[name] = frozenset(values)
-            health.record_success(self._clock.monotonic())
+                return None
+        return asyncio.ensure_future(self._probes[name].read())
+
+    def _abandon(self, name: str, reading: asyncio.Future[dict[str, Any]]) -> None:
+        self._abandoned[name] = reading
+        # Its outcome no longer matters; retrieving it keeps asyncio from logging it.
+        reading.add_done_callback(lambda done: done.cancelled() or done.exception())
+
+    def _failed(self, name: str, message: str) -> None:
+        self._health[name].record_failure(self._clock.monotonic(), message)
+
+    def _finish(self, name: str, reading: asyncio.Future[dict[str, Any]]) -> None:
+        """Hand a finished read's values to the sink and record how it went."""
+        if reading.cancelled():
+            self._failed(name, f"probe {name!r}: the read was cancelled")
+            return
+        error = reading.exception()
+        if isinstance(error, Exception):
+            self._failed(name, _message(error))
+            return
+        if error is not None:
+            raise error
+        values = reading.result()
+        gone = self._owned[name] - values.keys()
+        try:
+            self._sink(name, dict(values), gone)
+        except Exception as exc:
+            self._failed(name, f"the sink refused the values: {_message(exc)}")
+            return
+        self._owned[name] = frozenset(values)
+        self._health[name].record_success(self._clock.monotonic())
+
+
+def _set(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

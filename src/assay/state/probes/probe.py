@@ -2,7 +2,9 @@
 
 A probe pulls part of the application's state where the application does not push it
 (SPEC §2, §4). ``read()`` answers ``{dotted_key: json_value}`` for the keys the probe owns,
-or raises ``ProbeError`` saying what went wrong; a ``Poller`` calls it at ``interval``.
+or raises ``ProbeError`` saying what went wrong; a ``Poller`` calls it at ``interval`` and
+abandons a read that has not answered within the probe's ``timeout`` (an optional attribute;
+``DEFAULT_TIMEOUT`` without it).
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ _PASSWORD = re.compile(r"//([^/@:]*):[^/]*@")
 
 DEFAULT_INTERVAL = 0.5
 """Seconds between two reads of a probe unless it says otherwise (SPEC §4)."""
+
+DEFAULT_TIMEOUT = 2.0
+"""Seconds a whole read may take, unless the probe has a ``timeout`` of its own."""
 
 
 @runtime_checkable
@@ -54,6 +59,30 @@ def check_interval(interval: float) -> float:
             parameter="interval",
         )
     return float(interval)
+
+
+def check_timeout(timeout: float) -> float:
+    """``timeout`` as a float, refused unless positive and finite."""
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not 0 < timeout < float("inf")
+    ):
+        raise ProbeConfigError(
+            f"timeout is a positive number of seconds, got {timeout!r}", parameter="timeout"
+        )
+    return float(timeout)
+
+
+def read_timeout(probe: Probe) -> float:
+    """How long one read of ``probe`` may take: its ``timeout``, else ``DEFAULT_TIMEOUT``."""
+    timeout = getattr(probe, "timeout", None)
+    return DEFAULT_TIMEOUT if timeout is None else check_timeout(timeout)
+
+
+def no_answer(what: str, timeout: float) -> str:
+    """The message for a read abandoned at its deadline: ``what`` gave no answer in time."""
+    return f"{what} gave no answer within {timeout:g} s; the read was abandoned"
 
 
 def check_keys(keys: Iterable[str], parameter: str) -> tuple[str, ...]:

@@ -24,7 +24,13 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
 from assay.errors import ProbeConfigError, ProbeError
-from assay.state.probes.probe import DEFAULT_INTERVAL, check_interval, check_keys, display_url
+from assay.state.probes.probe import (
+    DEFAULT_INTERVAL,
+    check_interval,
+    check_keys,
+    check_timeout,
+    display_url,
+)
 from assay.state.probes.sqlbackends import (
     Backend,
     ConnectionFactory,
@@ -152,16 +158,18 @@ class Query:
         keyed: dict[str, Any] = {}
         for row in rows:
             raw = row[position]
+            # The messages name the rows, not their values, which may be withheld ones.
             if isinstance(raw, bool) or not isinstance(raw, str | int):
+                what = "null" if raw is None else f"a {type(raw).__name__}"
                 raise ProbeError(
-                    f"{here} has a row whose key column {by!r} is {raw!r}; keys must be "
+                    f"{here} has a row whose key column {by!r} is {what}; keys must be "
                     "non-null strings or integers",
                     source=self.key,
                 )
             name = str(raw)
             if name in keyed:
                 raise ProbeError(
-                    f"{here} has two rows with {by!r} = {raw!r}; the key column must be unique",
+                    f"{here} has two rows with the same {by!r}; the key column must be unique",
                     source=self.key,
                 )
             keyed[name] = self._row(columns, row)
@@ -192,8 +200,9 @@ class SqlProbe:
     kept between reads and made again after a failure), or a factory: a zero-argument
     callable making a new ``sqlite3.Connection`` (called in the worker thread; the probe
     closes it after the read) or an awaitable ``psycopg.AsyncConnection`` (kept like a URL's).
-    ``timeout`` bounds the connection and each statement in PostgreSQL, and the wait for a
-    lock in SQLite.
+    ``timeout`` bounds a whole read in SQLite (a query still running then is interrupted),
+    and the connection and each statement in PostgreSQL; a ``Poller`` abandons any read
+    that has not answered within it. Each query is one statement.
     """
 
     def __init__(
@@ -209,10 +218,7 @@ class SqlProbe:
         if not queries:
             raise ProbeConfigError("an SqlProbe needs at least one query", parameter="queries")
         check_keys(queries, "queries")
-        if not timeout > 0:
-            raise ProbeConfigError(
-                f"timeout is a positive number of seconds, got {timeout!r}", parameter="timeout"
-            )
+        timeout = check_timeout(timeout)
         if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
             raise ProbeConfigError(
                 f"max_rows is a positive integer, got {max_rows!r}", parameter="max_rows"

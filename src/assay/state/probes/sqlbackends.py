@@ -3,7 +3,14 @@
 A backend runs a list of ``(state key, SQL)`` queries in one read-only transaction and
 answers each query's column names and rows (at most ``max_rows + 1`` of them, so the caller
 can tell that there were too many). Database errors become ``ProbeError`` naming the key,
-the database's message and the SQL.
+the database's message and the SQL; a message that can quote the data (PostgreSQL's data
+exceptions, SQLSTATE class 22) is named by its condition instead.
+
+A query is one statement: SQLite refuses more, and PostgreSQL queries run through the
+extended protocol (in pipeline mode), which takes one, so ``select 1; commit; update ...``
+cannot end the read-only transaction. A read is bounded by ``timeout`` overall in SQLite
+(the query is interrupted, also when the read is cancelled) and per statement in PostgreSQL
+(``statement_timeout``); a ``Poller`` bounds the whole read either way.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import contextlib
 import inspect
 import math
 import sqlite3
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias
@@ -34,6 +42,8 @@ ConnectionFactory: TypeAlias = Callable[
 """Makes a new connection: a ``sqlite3.Connection``, or a ``psycopg.AsyncConnection``."""
 
 _SQL_EXCERPT = 120
+_PROGRESS_STEPS = 1000
+"""SQLite virtual machine steps between two checks of a read's deadline."""
 
 
 class Backend(Protocol):
@@ -57,11 +67,50 @@ def _no_result(key: str, sql: str) -> ProbeError:
     return _query_error(key, sql, "it returned no rows and no columns; a probe query is a SELECT")
 
 
+class _SqliteRead:
+    """One SQLite read's deadline, and the event loop's way to stop it before then.
+
+    SQLite's progress handler checks both every few thousand steps of a query; a query
+    stopped there fails with "interrupted" and its thread ends, so a read never outlives its
+    deadline nor keeps the database locked after it was given up.
+    """
+
+    __slots__ = ("deadline", "stopped", "timeout")
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        self.stopped = False
+
+    def expired(self) -> bool:
+        return time.monotonic() >= self.deadline
+
+    def interrupts(self) -> bool:
+        """The progress handler: true (stop the query) once stopped or past the deadline."""
+        return self.stopped or self.expired()
+
+
+async def _in_thread(read: _SqliteRead, call: Callable[[], Any]) -> Any:
+    """``call()`` in a worker thread; cancelled, it stops ``read`` and waits for the thread."""
+    future = asyncio.ensure_future(asyncio.to_thread(call))
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        read.stopped = True
+        future.add_done_callback(lambda done: done.cancelled() or done.exception())
+        await asyncio.wait((future,))  # the query stops at its next progress check
+        raise
+
+
 def _run_sqlite(
-    connection: sqlite3.Connection, queries: Sequence[tuple[str, str]], max_rows: int
+    connection: sqlite3.Connection,
+    queries: Sequence[tuple[str, str]],
+    max_rows: int,
+    read: _SqliteRead,
 ) -> list[Result]:
     """Run ``queries`` in one transaction on ``connection`` and close it, in this thread."""
     try:
+        connection.set_progress_handler(read.interrupts, _PROGRESS_STEPS)
         connection.isolation_level = None
         connection.execute("BEGIN")
         results: list[Result] = []
@@ -74,6 +123,9 @@ def _run_sqlite(
                 rows = cursor.fetchmany(max_rows + 1)
                 cursor.close()
             except sqlite3.Error as exc:
+                if read.expired():
+                    message = f"it gave no answer within {read.timeout:g} s and was interrupted"
+                    raise _query_error(key, sql, message) from exc
                 raise _query_error(key, sql, str(exc)) from exc
             results.append((columns, rows))
         return results
@@ -85,10 +137,15 @@ class SqliteBackend:
     """A new read-only connection per read, made, used and closed in a worker thread."""
 
     def __init__(
-        self, connect: Callable[[], sqlite3.Connection], shown: str, path: Path | None = None
+        self,
+        connect: Callable[[], sqlite3.Connection],
+        shown: str,
+        timeout: float,
+        path: Path | None = None,
     ) -> None:
         self._connect = connect
         self.shown = shown
+        self._timeout = timeout
         self._path = path
 
     @classmethod
@@ -105,15 +162,19 @@ class SqliteBackend:
         def connect() -> sqlite3.Connection:
             return sqlite3.connect(uri, uri=True, timeout=timeout)
 
-        return cls(connect, f"sqlite:///{text}", path)
+        return cls(connect, f"sqlite:///{text}", timeout, path)
 
     async def run(self, queries: Sequence[tuple[str, str]], max_rows: int) -> list[Result]:
-        return await asyncio.to_thread(self._read, queries, max_rows)
+        read = _SqliteRead(self._timeout)
+        results: list[Result] = await _in_thread(read, lambda: self._read(queries, max_rows, read))
+        return results
 
     async def aclose(self) -> None:
         """Nothing is held between reads."""
 
-    def _read(self, queries: Sequence[tuple[str, str]], max_rows: int) -> list[Result]:
+    def _read(
+        self, queries: Sequence[tuple[str, str]], max_rows: int, read: _SqliteRead
+    ) -> list[Result]:
         try:
             connection = self._connect()
         except sqlite3.Error as exc:
@@ -124,7 +185,7 @@ class SqliteBackend:
                     source=self.shown,
                 ) from exc
             raise ProbeError(f"could not open {self.shown}: {exc}", source=self.shown) from exc
-        return _run_sqlite(connection, queries, max_rows)
+        return _run_sqlite(connection, queries, max_rows, read)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -132,6 +193,20 @@ def _first_line(exc: BaseException) -> str:
     message = lines[0] if lines else type(exc).__name__
     sqlstate = getattr(exc, "sqlstate", None)
     return f"{message} (SQLSTATE {sqlstate})" if sqlstate else message
+
+
+def _statement_error(exc: psycopg.Error) -> str:
+    """What was wrong with one query, without repeating data the message may quote."""
+    sqlstate = exc.sqlstate or ""
+    if sqlstate == "42601" and "multiple commands" in str(exc):
+        return (
+            f"it holds more than one statement; a probe query is one SELECT (SQLSTATE {sqlstate})"
+        )
+    if sqlstate.startswith("22"):
+        # Data exceptions quote the offending value ("invalid input syntax for type
+        # integer: ..."), which may be what redaction withholds.
+        return f"a data exception, {type(exc).__name__} (SQLSTATE {sqlstate})"
+    return _first_line(exc)
 
 
 class PostgresBackend:
@@ -184,6 +259,12 @@ class PostgresBackend:
         await self._discard()
 
     async def _open(self) -> psycopg.AsyncConnection[Any]:
+        if not psycopg.Pipeline.is_supported():
+            raise ProbeError(
+                f"reading {self.shown} needs libpq 14 or later (pipeline mode, to run each "
+                f"query as one statement); this is libpq {psycopg.pq.version()}",
+                source=self.shown,
+            )
         connection = self._connection
         if connection is not None and connection.closed:
             connection = self._connection = None
@@ -215,13 +296,16 @@ class PostgresBackend:
         async with connection.cursor() as cursor:
             for key, sql in queries:
                 try:
-                    await cursor.execute(sql)
+                    # Pipeline mode sends the query through the extended protocol, which
+                    # refuses several statements, and leaves '%' in it alone.
+                    async with connection.pipeline():
+                        await cursor.execute(sql)
                     if cursor.description is None:
                         raise _no_result(key, sql)
                     columns = [column.name for column in cursor.description]
                     rows = await cursor.fetchmany(max_rows + 1)
                 except psycopg.Error as exc:
-                    raise _query_error(key, sql, _first_line(exc)) from exc
+                    raise _query_error(key, sql, _statement_error(exc)) from exc
                 results.append((columns, rows))
         return results
 
@@ -260,10 +344,11 @@ class FactoryBackend:
     async def run(self, queries: Sequence[tuple[str, str]], max_rows: int) -> list[Result]:
         if self._chosen is not None:
             return await self._chosen.run(queries, max_rows)
-        made, results = await asyncio.to_thread(self._first_call, queries, max_rows)
+        read = _SqliteRead(self._timeout)
+        made, results = await _in_thread(read, lambda: self._first_call(queries, max_rows, read))
         if results is not None:
-            self._chosen = SqliteBackend(self._factory, self.shown)
-            return results
+            self._chosen = SqliteBackend(self._factory, self.shown, self._timeout)
+            return list(results)
         connection = await self._postgres(made)
         backend = PostgresBackend(self._connect, self.shown, self._timeout, connection)
         self._chosen = backend
@@ -274,14 +359,14 @@ class FactoryBackend:
             await self._chosen.aclose()
 
     def _first_call(
-        self, queries: Sequence[tuple[str, str]], max_rows: int
+        self, queries: Sequence[tuple[str, str]], max_rows: int, read: _SqliteRead
     ) -> tuple[Any, list[Result] | None]:
         try:
             made = self._factory()
         except sqlite3.Error as exc:
             raise ProbeError(f"{self.shown} could not connect: {exc}", source=self.shown) from exc
         if isinstance(made, sqlite3.Connection):
-            return made, _run_sqlite(made, queries, max_rows)
+            return made, _run_sqlite(made, queries, max_rows, read)
         return made, None
 
     async def _connect(self) -> psycopg.AsyncConnection[Any]:
