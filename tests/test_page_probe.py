@@ -8,6 +8,7 @@ virtual time where a clock is involved. Nothing sleeps to wait: a read waits for
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import threading
@@ -214,6 +215,32 @@ def test_each_read_loads_the_page_again_in_one_browser(app: tuple[App, str]) -> 
     assert state.loads == 3
     assert (launched, after_close) == (True, False)
     assert isinstance(probe, ClosableProbe)
+
+
+def test_a_read_abandoned_while_chromium_starts_leaves_the_launch_going(
+    app: tuple[App, str],
+) -> None:
+    # The poller abandons a read at the probe's timeout; Chromium's start is not part of it,
+    # so on a slow machine the first read was cut off mid-launch, leaving Playwright running
+    # and the next read to launch again, and again.
+    _, url = app
+    probe = PageProbe(url + "/", selectors={"loads": {"selector": "#count", "as": "number"}})
+
+    async def main() -> tuple[bool, dict[str, Any], bool]:
+        first = asyncio.ensure_future(probe.read())
+        await asyncio.sleep(0)  # it has started the launch
+        first.cancel()  # as the poller's deadline does
+        with contextlib.suppress(asyncio.CancelledError):
+            await first
+        launching = probe._starting is not None and not probe._starting.done()
+        value = await probe.read()  # takes the browser the abandoned read started
+        await probe.aclose()
+        return launching, value, probe.running
+
+    launching, value, after_close = run(main)
+    assert launching is True
+    assert value == {"loads": 1}
+    assert after_close is False
 
 
 def test_a_missing_element_or_attribute_leaves_its_key_out(app: tuple[App, str]) -> None:

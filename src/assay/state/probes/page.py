@@ -19,6 +19,7 @@ The executable is ``executable`` when given, else ``chromium`` or ``chromium-bro
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import shutil
@@ -273,7 +274,7 @@ class PageProbe:
         self._shown = shown
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
-        self._launching = asyncio.Lock()
+        self._starting: asyncio.Future[Browser] | None = None
 
     def __repr__(self) -> str:
         mode = f"keys={[s.key for s in self.selectors]}" if self.selectors else "script=..."
@@ -339,6 +340,14 @@ class PageProbe:
 
     async def aclose(self) -> None:
         """Close Chromium and Playwright; a later read launches them again."""
+        starting, self._starting = self._starting, None
+        if starting is not None and not starting.done():
+            starting.cancel()  # its own clean-up closes what it had started
+            with contextlib.suppress(BaseException):
+                await starting
+        await self._stop()
+
+    async def _stop(self) -> None:
         browser, self._browser = self._browser, None
         playwright, self._playwright = self._playwright, None
         try:
@@ -349,38 +358,52 @@ class PageProbe:
                 await playwright.stop()
 
     async def _launch(self) -> Browser:
-        async with self._launching:
-            if self._browser is not None and self._browser.is_connected():
-                return self._browser  # launched, and not crashed since
-            await self.aclose()
-            try:
-                from playwright.async_api import async_playwright
-            except ImportError:
-                raise ProbeError(
-                    "PageProbe needs Playwright, which is not installed; install assay's "
-                    "'page' extra (pip install 'assay[page]')",
-                    source=self._shown,
-                ) from None
-            executable = self.executable or next(
-                (found for name in EXECUTABLES if (found := shutil.which(name))), None
+        """The running browser, launched if need be. The launch goes on in a task of its own
+        when the read that started it is abandoned at the poller's deadline (a slow first
+        start fails that read, not every read): a later read takes the browser it made."""
+        if self._browser is not None and self._browser.is_connected():
+            return self._browser  # launched, and not crashed since
+        if self._starting is None or self._starting.done():
+            self._starting = asyncio.ensure_future(self._start_browser())
+            # Its failure is the next read's to report; retrieved here, it is never logged
+            # as an exception nobody retrieved when the read that started it was abandoned.
+            self._starting.add_done_callback(_retrieved)
+        return await asyncio.shield(self._starting)
+
+    async def _start_browser(self) -> Browser:
+        """Launch Playwright and Chromium; whatever fails or is cancelled is closed again."""
+        await self._stop()
+        try:
+            from playwright.async_api import async_playwright
+        except ImportError:
+            raise ProbeError(
+                "PageProbe needs Playwright, which is not installed; install assay's "
+                "'page' extra (pip install 'assay[page]')",
+                source=self._shown,
+            ) from None
+        executable = self.executable or next(
+            (found for name in EXECUTABLES if (found := shutil.which(name))), None
+        )
+        self._playwright = await async_playwright().start()
+        try:
+            self._browser = await self._playwright.chromium.launch(
+                executable_path=executable,
+                args=list(self.args),
+                headless=True,
+                timeout=LAUNCH_TIMEOUT * 1000,
             )
-            self._playwright = await async_playwright().start()
-            try:
-                self._browser = await self._playwright.chromium.launch(
-                    executable_path=executable,
-                    args=list(self.args),
-                    headless=True,
-                    timeout=LAUNCH_TIMEOUT * 1000,
-                )
-            except Exception as exc:
-                await self.aclose()
-                where = executable or "Playwright's own Chromium"
-                raise ProbeError(
-                    f"could not launch Chromium ({where}): {_first_line(exc)}; install "
-                    "Debian's chromium package, or pass executable= the path of a Chromium",
-                    source=self._shown,
-                ) from exc
-            return self._browser
+        except asyncio.CancelledError:
+            await self._stop()
+            raise
+        except Exception as exc:
+            await self._stop()
+            where = executable or "Playwright's own Chromium"
+            raise ProbeError(
+                f"could not launch Chromium ({where}): {_first_line(exc)}; install "
+                "Debian's chromium package, or pass executable= the path of a Chromium",
+                source=self._shown,
+            ) from exc
+        return self._browser
 
     async def _close_context(self, context: BrowserContext) -> None:
         try:
@@ -443,3 +466,8 @@ def _format(path: list[str | int]) -> str:
 def _first_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
