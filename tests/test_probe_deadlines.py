@@ -20,6 +20,7 @@ import pytest
 
 from assay.clock import VirtualClock
 from assay.state.probes import CallableProbe, HttpProbe, Poller, ProbeError, SqlProbe
+from assay.state.probes.probe import grace
 from assay.state.substrate import Substrate
 
 T = TypeVar("T")
@@ -127,7 +128,7 @@ def test_poller_abandons_a_dripping_http_read_and_reads_again(drip: tuple[Drip, 
             poller = Poller([probe], sink, clock)
             reading = asyncio.create_task(poller.read_once())
             assert await asyncio.to_thread(state.started.wait, GUARD)
-            await clock.advance(30)
+            await clock.advance(30 + 2 * grace(30))  # the deadline, and its grace
             await finished(reading)
             error = poller.health("app").last_error
             left = await asyncio.to_thread(state.client_left.wait, GUARD)
@@ -191,7 +192,7 @@ def test_poller_stops_a_sqlite_read_so_the_application_can_write(knob: Path) -> 
         poller = Poller([probe], sink, clock)
         reading = asyncio.create_task(poller.read_once())
         await clock.settle()
-        await clock.advance(30)
+        await clock.advance(30 + 2 * grace(30))  # the deadline, and its grace
         await finished(reading)
         error = poller.health("db").last_error
         await asyncio.to_thread(write)
@@ -224,7 +225,7 @@ def test_poller_cancels_an_async_callable_that_never_returns() -> None:
         sink = Sink()
         poller = Poller([CallableProbe(read, name="p", timeout=1)], sink, clock)
         reading = asyncio.create_task(poller.read_once())
-        await clock.advance(1)
+        await clock.advance(1 + 2 * grace(1))  # the deadline, and its grace
         await finished(reading)
         error = poller.health("p").last_error
         await finished(poller.read_once())
@@ -257,7 +258,7 @@ def test_no_read_starts_on_top_of_one_that_ignores_cancellation() -> None:
         errors = []
         for _ in range(2):
             reading = asyncio.create_task(poller.read_once())
-            await clock.advance(1)
+            await clock.advance(1 + 2 * grace(1))  # the deadline, and its grace
             await finished(reading)
             errors.append(poller.health("p").last_error)
         seen = list(calls)
@@ -312,7 +313,7 @@ def test_substrate_first_read_is_bounded_and_leaves_the_source_unhealthy() -> No
         substrate = Substrate(probes=[CallableProbe(never, name="app", timeout=2)], clock=clock)
         assert substrate.poller is not None
         reading = asyncio.create_task(substrate.poller.read_once())
-        await clock.advance(2)
+        await clock.advance(2 + 2 * grace(2))  # the deadline, and its grace
         await finished(reading)
         state = substrate.state()
         await finished(substrate.stop())

@@ -300,7 +300,7 @@ def test_http_probe_connection_refused() -> None:
 def test_http_probe_times_out_on_a_stalled_handler(app: tuple[App, str]) -> None:
     _, base = app
     assert read_error(HttpProbe(f"{base}/stall", timeout=0.1)) == (
-        f"GET {base}/stall gave no answer within 0.1 s; the read was abandoned"
+        f"GET {base}/stall timed out after 0.1 s while waiting for the response"
     )
 
 

@@ -39,7 +39,12 @@ def test_a_redacted_key_is_withheld_from_answers_and_the_ledger(tmp_path: Path) 
         stored = "\n".join(entry.canonical.decode() for entry in ledger.iterate())
     # The caller's own inputs are stored as given (the fire's arguments, the expression it
     # sent); what assay observed of the redacted key (diffs, narratives, state) never is.
-    echoed = [f'"to":"{ADDRESS}"', f'"to": "{ADDRESS}"', f"inbox.sent.m1.to === '{ADDRESS}'"]
+    echoed = [
+        f'"to":"{ADDRESS}"',
+        f'"to": "{ADDRESS}"',
+        f"&#34;to&#34;:&#34;{ADDRESS}&#34;",  # the timeline page's summary of the arguments
+        f"inbox.sent.m1.to === '{ADDRESS}'",
+    ]
     for text in (stored, *answers):
         rest = text
         for echo in echoed:

@@ -27,6 +27,7 @@ from assay.state.probes.probe import (
     check_interval,
     check_timeout,
     display_url,
+    grace,
     no_answer,
 )
 
@@ -139,7 +140,9 @@ class HttpProbe:
         """GET the URL and answer the owned keys; ``ProbeError`` on any other outcome."""
         request = f"GET {self._shown}"
         try:
-            async with asyncio.timeout(self.timeout):
+            # The whole request, however slowly its body comes; a little grace lets httpx's
+            # own timeouts say which phase stalled, when one did.
+            async with asyncio.timeout(self.timeout + grace(self.timeout)):
                 response = await self._client().get(
                     self.url, headers=self.headers, timeout=self.timeout, follow_redirects=True
                 )

@@ -5,8 +5,9 @@ probe's ``HealthWindow`` and sleeps on the injected clock until the next read is
 start ``interval`` apart; one that overruns is followed at once). A failed read, or a sink
 that raises, is recorded as a failure and never stops the polling.
 
-Every read has a deadline on the poller's clock: the probe's ``timeout``. A read that has not
-answered by then is cancelled and counts as failed ("gave no answer within 2 s"), so one
+Every read has a deadline on the poller's clock: the probe's ``timeout``, and a little grace
+(``grace``) for a probe that times itself out to say why. A read that has not answered by
+then is cancelled and counts as failed ("gave no answer within 2 s"), so one
 stuck read never leaves stale values looking fresh nor holds up polling, ``read_once`` or
 ``stop``. A read that ignores cancellation is left to end on its own, and no new read of that
 probe starts until it has (each later read until then fails saying so).
@@ -25,7 +26,14 @@ from typing import Any, TypeAlias
 from assay.clock import SYSTEM_CLOCK, Clock
 from assay.errors import NotFoundError, ProbeConfigError, ProbeError
 from assay.state.health import DEFAULT_WINDOW, HealthWindow, ProbeHealth
-from assay.state.probes.probe import ClosableProbe, Probe, check_interval, no_answer, read_timeout
+from assay.state.probes.probe import (
+    ClosableProbe,
+    Probe,
+    check_interval,
+    grace,
+    no_answer,
+    read_timeout,
+)
 
 Sink: TypeAlias = Callable[[str, dict[str, Any], frozenset[str]], None]
 """Receives ``(probe name, {dotted_key: value}, keys gone)`` after each successful read."""
@@ -139,7 +147,8 @@ class Poller:
         async with self._locks[name]:
             timeout = self._timeouts[name]
             expired = asyncio.get_running_loop().create_future()
-            timer = self._clock.call_later(timeout, lambda: _set(expired))
+            deadline = timeout + 2 * grace(timeout)  # after the probe's own bounds
+            timer = self._clock.call_later(deadline, lambda: _set(expired))
             try:
                 reading = await self._start(name, timeout, expired)
                 if reading is None:

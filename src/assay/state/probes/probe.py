@@ -80,6 +80,14 @@ def read_timeout(probe: Probe) -> float:
     return DEFAULT_TIMEOUT if timeout is None else check_timeout(timeout)
 
 
+def grace(timeout: float) -> float:
+    """Half a second, or a tenth of ``timeout`` up to 1 s: how long after it a probe's bound on
+    a whole read ends it (so that a timeout of one phase, which says what stalled, comes
+    first, even when the first request of a process spends a while getting ready), and,
+    twice over, the poller's deadline (so that the probe, not the poller, says why)."""
+    return min(1.0, max(0.5, timeout / 10))
+
+
 def no_answer(what: str, timeout: float) -> str:
     """The message for a read abandoned at its deadline: ``what`` gave no answer in time."""
     return f"{what} gave no answer within {timeout:g} s; the read was abandoned"
