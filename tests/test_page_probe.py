@@ -13,7 +13,6 @@ import os
 import shutil
 import threading
 from collections.abc import Awaitable, Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
 
 import pytest
@@ -23,6 +22,7 @@ from assay.clock import VirtualClock
 from assay.state.probes import ClosableProbe, PageProbe, ProbeConfigError, ProbeError
 from assay.state.substrate import Substrate
 from assay.verify.loop import VerifyOptions, verify
+from local_http import QuietHandler, serve
 
 T = TypeVar("T")
 
@@ -69,10 +69,10 @@ PAGE = """<!doctype html>
 </body></html>"""
 
 
-class Handler(BaseHTTPRequestHandler):
-    server: AppServer
+class Handler(QuietHandler):
+    always = {"Cache-Control": "no-store"}  # noqa: RUF012 (read only)
 
-    def do_GET(self) -> None:
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         app = self.server.app
         path = self.path.partition("?")[0]
         if path == "/":
@@ -80,53 +80,26 @@ class Handler(BaseHTTPRequestHandler):
                 app.loads += 1
                 stall = '<script src="/never.js"></script>' if app.stall else ""
                 page = PAGE.format(stall=stall, count=app.loads, armed=str(app.loads % 2 == 0))
-            self._send(200, "text/html", page.encode())
+            self.send(200, "text/html", page.encode())
         elif path == "/api/mode":
             with app.lock:
                 mode = app.mode
-            self._send(200, "application/json", f'{{"mode": "{mode}"}}'.encode())
+            self.send(200, "application/json", f'{{"mode": "{mode}"}}'.encode())
         elif path == "/never.js":
             app.release.wait(30)
-            self._send(200, "text/javascript", b"")
+            self.send(200, "text/javascript", b"")
         elif path == "/boom":
-            self._send(500, "text/html", b"<p>database on fire</p>")
+            self.send(500, "text/html", b"<p>database on fire</p>")
         else:
-            self._send(404, "text/plain", b"no such page")
-
-    def _send(self, status: int, content_type: str, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: the tests read what matters from the probe."""
-
-
-class AppServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, app: App) -> None:
-        super().__init__(("127.0.0.1", 0), Handler)
-        self.app = app
+            self.send(404, "text/plain", b"no such page")
 
 
 @pytest.fixture
 def app() -> Iterator[tuple[App, str]]:
     """The running application and its base URL."""
     state = App()
-    server = AppServer(state)
-    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
-    thread.start()
-    try:
-        yield state, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        state.release.set()
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serve(Handler, state, release=state.release.set) as url:
+        yield state, url
 
 
 def run(main: Callable[[], Awaitable[T]]) -> T:

@@ -12,7 +12,6 @@ import asyncio
 import sqlite3
 import threading
 from collections.abc import Awaitable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,6 +21,7 @@ from assay.clock import VirtualClock
 from assay.state.probes import CallableProbe, HttpProbe, Poller, ProbeError, SqlProbe
 from assay.state.probes.probe import grace
 from assay.state.substrate import Substrate
+from local_http import QuietHandler, serve
 
 T = TypeVar("T")
 GUARD = 60.0
@@ -51,11 +51,9 @@ class Drip:
         self.stop = threading.Event()
 
 
-class DripHandler(BaseHTTPRequestHandler):
-    server: DripServer
-
-    def do_GET(self) -> None:
-        drip = self.server.drip
+class DripHandler(QuietHandler):
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        drip = self.server.app
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
@@ -76,31 +74,12 @@ class DripHandler(BaseHTTPRequestHandler):
         except OSError:
             drip.client_left.set()
 
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet."""
-
-
-class DripServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, drip: Drip) -> None:
-        super().__init__(("127.0.0.1", 0), DripHandler)
-        self.drip = drip
-
 
 @pytest.fixture
 def drip() -> Iterator[tuple[Drip, str]]:
     state = Drip()
-    server = DripServer(state)
-    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
-    thread.start()
-    try:
-        yield state, f"http://127.0.0.1:{server.server_address[1]}/state"
-    finally:
-        state.stop.set()
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serve(DripHandler, state, release=state.stop.set) as url:
+        yield state, f"{url}/state"
 
 
 def test_http_read_of_a_dripping_body_ends_at_its_deadline(drip: tuple[Drip, str]) -> None:

@@ -12,7 +12,6 @@ import sqlite3
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -39,6 +38,7 @@ from assay.state.probes import (
 from assay.state.probes.probe import display_url
 from assay.state.probes.values import to_json
 from assay.state.substrate import Substrate, SubstrateState
+from local_http import QuietHandler, serve
 
 T = TypeVar("T")
 
@@ -108,70 +108,42 @@ SECRET_BODIES: dict[str, tuple[int, str, bytes]] = {
 }
 
 
-class Handler(BaseHTTPRequestHandler):
-    server: AppServer
-
-    def do_GET(self) -> None:
+class Handler(QuietHandler):
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         app = self.server.app
         app.gets += 1
         if self.path == "/state":
-            self._send(200, "application/json", json.dumps(app.state).encode())
+            self.send(200, "application/json", json.dumps(app.state).encode())
         elif self.path == "/list":
-            self._send(200, "application/json", b"[1, 2, 3]")
+            self.send(200, "application/json", b"[1, 2, 3]")
         elif self.path == "/html":
-            self._send(200, "text/html", b"<html><body>Sign in</body></html>")
+            self.send(200, "text/html", b"<html><body>Sign in</body></html>")
         elif self.path == "/nan":
-            self._send(200, "application/json", b'{"x": NaN}')
+            self.send(200, "application/json", b'{"x": NaN}')
         elif self.path == "/boom":
-            self._send(500, "text/plain", b"database on fire")
+            self.send(500, "text/plain", b"database on fire")
         elif self.path in SECRET_BODIES:
-            self._send(*SECRET_BODIES[self.path])
+            self.send(*SECRET_BODIES[self.path])
         elif self.path in ("/moved", "/moved-away"):
             self.send_response(307 if self.path == "/moved" else 302)
             self.send_header("Location", "/state" if self.path == "/moved" else "/gone")
             self.send_header("Content-Length", "0")
             self.end_headers()
         elif self.path == "/gone":
-            self._send(410, "text/plain", b"")
+            self.send(410, "text/plain", b"")
         elif self.path == "/stall":
             app.release.wait(10)
-            self._send(200, "application/json", b"{}")
+            self.send(200, "application/json", b"{}")
         else:
-            self._send(404, "text/plain", b"no such page")
-
-    def _send(self, status: int, content_type: str, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: the tests read what matters from the probe."""
-
-
-class AppServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, app: App) -> None:
-        super().__init__(("127.0.0.1", 0), Handler)
-        self.app = app
+            self.send(404, "text/plain", b"no such page")
 
 
 @pytest.fixture
 def app() -> Iterator[tuple[App, str]]:
     """The running application and its base URL."""
     state = App()
-    server = AppServer(state)
-    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
-    thread.start()
-    try:
-        yield state, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        state.release.set()
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serve(Handler, state, release=state.release.set) as url:
+        yield state, url
 
 
 def test_http_probe_reads_top_level_keys_and_follows_changes(app: tuple[App, str]) -> None:

@@ -30,7 +30,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 
-from assay.state.canonical import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
+from assay.state.canonical import (
+    HALF_SURROGATE_PAIR,
+    RepeatedKeyError,
+    holds_half_surrogate_pair,
+    unique_keys,
+)
 
 BYTE_ORDER_MARK: Final = b"\xef\xbb\xbf"
 JSON_MEDIA: Final = "application/json"
@@ -72,8 +77,8 @@ def duplicate_key(body: bytes, keys: int) -> str | None:
     if body.count(b":") <= keys:
         return None
     try:
-        json.loads(body, object_pairs_hook=_once)
-    except _RepeatedKeyError as repeated:
+        json.loads(body, object_pairs_hook=unique_keys)
+    except RepeatedKeyError as repeated:
         return repeated.key
     except (ValueError, RecursionError):
         return None  # not this function's to refuse: the caller's parser read it
@@ -101,23 +106,6 @@ def count_keys(value: Any) -> int:
     if isinstance(value, list):
         return sum(count_keys(item) for item in value)
     return 0
-
-
-class _RepeatedKeyError(Exception):
-    def __init__(self, key: str) -> None:
-        self.key = key
-
-
-def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``json.loads``'s object hook: an object, unless it gives a key twice."""
-    value = dict(pairs)
-    if len(value) < len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _RepeatedKeyError(key)
-            seen.add(key)
-    return value
 
 
 class JSONRoute(APIRoute):
@@ -150,12 +138,12 @@ class _JSONRequest(Request):
         except UnicodeDecodeError as error:
             raise _invalid(f"the body is not UTF-8 text ({error.reason})", error.start) from None
         try:
-            value = json.loads(text, object_pairs_hook=_once)
+            value = json.loads(text, object_pairs_hook=unique_keys)
         except json.JSONDecodeError as error:
             raise _invalid(error.msg, error.pos) from None
         except RecursionError:
             raise _invalid(_TOO_DEEP, 0) from None
-        except _RepeatedKeyError as repeated:
+        except RepeatedKeyError as repeated:
             raise duplicate_key_error(repeated.key) from None
         sign = _SURROGATE.search(body)
         if sign is not None and holds_half_surrogate_pair(value):

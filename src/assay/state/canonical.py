@@ -294,3 +294,25 @@ def same_value(a: Any, b: Any) -> bool:
     if a is MISSING or b is MISSING:
         return False
     return json_equal(a, b)
+
+
+class RepeatedKeyError(Exception):
+    """A JSON object gives ``key`` twice (not a ``ValueError``, so no handler of malformed
+    JSON takes it for one: JSON readers differ on which of the two counts)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``'s ``object_pairs_hook``: the object, or ``RepeatedKeyError`` naming the
+    first key it gives twice."""
+    value = dict(pairs)
+    if len(value) < len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise RepeatedKeyError(key)
+            seen.add(key)
+    return value

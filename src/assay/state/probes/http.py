@@ -21,6 +21,7 @@ import httpx
 from assay.defaults import HTTP_READ_TIMEOUT
 from assay.errors import ContractError, ProbeConfigError, ProbeError
 from assay.expr.path import format_path, json_type_name, parse_path
+from assay.state.canonical import RepeatedKeyError, unique_keys
 from assay.state.probes.pointer import JsonPointer
 from assay.state.probes.probe import (
     DEFAULT_INTERVAL,
@@ -39,25 +40,8 @@ _PHASES: Final = {
 }
 
 
-class _DuplicateKeyError(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"it holds {name}, which JSON does not allow")
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    document = dict(pairs)
-    if len(document) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKeyError(key)
-            seen.add(key)
-    return document
 
 
 def _where_broken(exc: ValueError) -> str:
@@ -168,9 +152,9 @@ class HttpProbe:
             )
         try:
             document = json.loads(
-                response.content, parse_constant=_reject_constant, object_pairs_hook=_unique_keys
+                response.content, parse_constant=_reject_constant, object_pairs_hook=unique_keys
             )
-        except _DuplicateKeyError as exc:
+        except RepeatedKeyError as exc:
             raise ProbeError(
                 f"{answered} with JSON that gives the key {exc.key!r} twice in one object; "
                 "JSON readers differ on which one counts, so neither is taken",
