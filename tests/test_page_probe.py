@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import threading
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -431,3 +433,29 @@ def test_page_probe_configuration_errors() -> None:
         "timeout is a positive number of seconds, got 0",
     )
     assert refused(script="() => ({})", wait_until="idle")[0] == "wait_until"
+
+
+def test_assay_verify_reads_a_page_from_the_command_line(
+    app: tuple[App, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A page could be read only by writing an application that made a PageProbe.
+    from assay.cli.main import main
+
+    _, url = app
+    base = ["--page", url + "/", "--ready", "body[data-ready]", "--timeout-ms", "0"]
+    assert main(["verify", "drone.mode === 'LOITER'", *base, "--select", "drone.mode=#mode"]) == 0
+    outcome = json.loads(capsys.readouterr().out)
+    assert outcome["narrative"].endswith('drone.mode remained "LOITER".')
+    script = tmp_path / "state.js"
+    script.write_text('() => ({loads: Number(document.querySelector("#count").textContent)})')
+    assert main(["verify", "loads > 100", *base, "--script", str(script)]) == 1
+    assert json.loads(capsys.readouterr().out)["narrative"].startswith("loads remained 2 ")
+    for extra, says in (
+        ([], "--page reads the state by --select KEY=CSS (repeat for several) or by --script"),
+        (["--select", "mode"], "--select 'mode' is not KEY=CSS, such as inbox.unread=#unread"),
+        (["--script", str(tmp_path / "none.js")], "--script " + str(tmp_path / "none.js")),
+    ):
+        assert main(["verify", "true", *base, *extra]) == 2
+        assert says in capsys.readouterr().err
+    assert main(["verify", "true", "--state", "-", "--select", "a=#b"]) == 2
+    assert "--select is about reading a page, so it goes with --page" in capsys.readouterr().err

@@ -62,6 +62,32 @@ def register(commands: Any) -> None:
         help="a JSON file holding one object ('-' for stdin: read once and checked at once)",
     )
     source.add_argument("--probe", metavar="URL", help="an HTTP endpoint returning a JSON object")
+    source.add_argument(
+        "--page",
+        metavar="URL",
+        help="a page of the application, read in headless Chromium: each --select KEY=CSS "
+        "reads one element's text as a state key, or --script FILE holds a JavaScript "
+        "function returning the state as an object",
+    )
+    parser.add_argument(
+        "--select",
+        action="append",
+        metavar="KEY=CSS",
+        help="with --page: the state key KEY is the text of the one element CSS selects "
+        "(repeat for several; a missing element leaves the key out)",
+    )
+    parser.add_argument(
+        "--script",
+        metavar="FILE",
+        help="with --page: a file holding a JavaScript function, run in the page, that "
+        "returns the state as a JSON object",
+    )
+    parser.add_argument(
+        "--ready",
+        metavar="CSS",
+        help="with --page: wait for an element CSS selects before reading (a page that "
+        "renders its state after it loads)",
+    )
     parser.add_argument(
         "--pointer",
         metavar="POINTER",
@@ -71,8 +97,8 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--read-timeout-ms",
         type=whole_number("milliseconds", at_least=1),
-        help="with --probe: how long one read of the endpoint may take "
-        f"(default {round(HTTP_READ_TIMEOUT * 1000)})",
+        help="with --probe or --page: how long one read may take (default "
+        f"{round(HTTP_READ_TIMEOUT * 1000)} for an endpoint, 5000 for a page)",
     )
     parser.add_argument(
         "--into",
@@ -241,10 +267,7 @@ async def _verify_file(
 
 async def _verify_probe(args: argparse.Namespace, options: VerifyOptions) -> VerificationOutcome:
     from assay.state.probes import HttpProbe
-    from assay.state.substrate import Substrate
-    from assay.verify.loop import verify
 
-    predicate = compile_predicate(args.expression)
     probe = HttpProbe(
         args.probe,
         into=args.into,
@@ -252,6 +275,41 @@ async def _verify_probe(args: argparse.Namespace, options: VerifyOptions) -> Ver
         interval=args.interval_ms / 1000,
         timeout=HTTP_READ_TIMEOUT if args.read_timeout_ms is None else args.read_timeout_ms / 1000,
     )
+    return await _verify_read(args, probe, options)
+
+
+async def _verify_page(
+    args: argparse.Namespace,
+    selectors: dict[str, str] | None,
+    script: str | None,
+    options: VerifyOptions,
+) -> VerificationOutcome:
+    from assay.state.probes import PageProbe
+
+    timing = {} if args.read_timeout_ms is None else {"timeout": args.read_timeout_ms / 1000}
+    probe = PageProbe(
+        args.page,
+        selectors=selectors,
+        script=script,
+        ready=args.ready,
+        interval=args.interval_ms / 1000,
+        **timing,
+    )
+    try:
+        await probe.launch()  # before the first read, which a slow start would outlast
+        return await _verify_read(args, probe, options)
+    finally:
+        await probe.aclose()
+
+
+async def _verify_read(
+    args: argparse.Namespace, probe: Any, options: VerifyOptions
+) -> VerificationOutcome:
+    """Read ``probe`` once (failing if it cannot be read), then verify as it goes on."""
+    from assay.state.substrate import Substrate
+    from assay.verify.loop import verify
+
+    predicate = compile_predicate(args.expression)
     substrate = Substrate(probes=[probe])
     assert substrate.poller is not None
     await substrate.poller.read_once()
@@ -283,9 +341,21 @@ def _probe_url_problem(url: str) -> str | None:
     return None
 
 
+def options_of(args: argparse.Namespace) -> VerifyOptions:
+    """The verification's timing, from the flags; a state read from stdin cannot change, so
+    it is checked once, at once."""
+    from assay.verify.loop import VerifyOptions
+
+    once = args.state == "-"
+    return VerifyOptions(
+        settle_ms=0 if once else args.settle_ms,
+        timeout_ms=0 if once else args.timeout_ms,
+        poll_interval_ms=None if once else args.interval_ms,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from assay.ledger import open_ledger
-    from assay.verify.loop import VerifyOptions
 
     try:
         compile_predicate(args.expression)
@@ -294,13 +364,43 @@ def run(args: argparse.Namespace) -> int:
     except ContractError as error:
         return _fail(f"the contract is malformed: {error}")
     state: dict[str, Any] | str | None = None
-    for flag, given in (
-        ("--into", args.into),
-        ("--pointer", args.pointer),
-        ("--read-timeout-ms", args.read_timeout_ms),
-    ):
+    for flag, given in (("--into", args.into), ("--pointer", args.pointer)):
         if given is not None and args.probe is None:
             return _fail(f"{flag} is about reading an endpoint, so it goes with --probe")
+    if args.read_timeout_ms is not None and args.probe is None and args.page is None:
+        return _fail(
+            "--read-timeout-ms bounds a read of an endpoint or a page: it goes with "
+            "--probe or --page"
+        )
+    for flag, given in (
+        ("--select", args.select),
+        ("--script", args.script),
+        ("--ready", args.ready),
+    ):
+        if given is not None and args.page is None:
+            return _fail(f"{flag} is about reading a page, so it goes with --page")
+    selectors: dict[str, str] | None = None
+    script: str | None = None
+    if args.page is not None:
+        if (args.select is None) == (args.script is None):
+            return _fail(
+                "--page reads the state by --select KEY=CSS (repeat for several) or "
+                "by --script FILE: give one of the two"
+            )
+        if args.select is not None:
+            selectors = {}
+            for pair in args.select:
+                key, sign, css = pair.partition("=")
+                if not sign or not key or not css:
+                    return _fail(f"--select {pair!r} is not KEY=CSS, such as inbox.unread=#unread")
+                selectors[key] = css
+        else:
+            try:
+                with open(args.script, encoding="utf-8") as file:
+                    script = file.read()
+            except (OSError, UnicodeDecodeError) as error:
+                reason = getattr(error, "strerror", None) or str(error)
+                return _fail(f"--script {args.script}: cannot read it ({reason})")
     if args.probe is not None:
         problem = _probe_url_problem(args.probe)
         if problem is not None:
@@ -313,15 +413,12 @@ def run(args: argparse.Namespace) -> int:
         state = load_state(args.state)
         if isinstance(state, str):
             return _fail(state)
-    once = args.state == "-"  # nothing can change a state read from stdin: no wait
-    options = VerifyOptions(
-        settle_ms=0 if once else args.settle_ms,
-        timeout_ms=0 if once else args.timeout_ms,
-        poll_interval_ms=None if once else args.interval_ms,
-    )
+    options = options_of(args)
     try:
         if isinstance(state, dict):
             outcome = asyncio.run(_verify_file(args, state, options))
+        elif args.page is not None:
+            outcome = asyncio.run(_verify_page(args, selectors, script, options))
         else:
             outcome = asyncio.run(_verify_probe(args, options))
     except ProbeConfigError as error:  # worded for the library: say it in the flags' terms
@@ -332,7 +429,7 @@ def run(args: argparse.Namespace) -> int:
             )
         if error.parameter in ("into", "pointer"):
             return _fail(f"--{error.parameter}: {error}")
-        return _fail(f"--probe: {error}")
+        return _fail(f"{'--page' if args.page is not None else '--probe'}: {error}")
     except AssayError as error:
         return _fail(str(error))
     if args.ledger is not None:

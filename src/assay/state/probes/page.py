@@ -357,6 +357,11 @@ class PageProbe:
             if playwright is not None:
                 await playwright.stop()
 
+    async def launch(self) -> None:
+        """Start Chromium now, rather than in the first read (where a slow start may take
+        longer than a read's timeout); ``ProbeError`` if it cannot start."""
+        await self._launch()
+
     async def _launch(self) -> Browser:
         """The running browser, launched if need be. The launch goes on in a task of its own
         when the read that started it is abandoned at the poller's deadline (a slow first
