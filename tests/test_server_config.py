@@ -353,13 +353,8 @@ def test_two_tokens_with_one_secret_are_refused_in_every_source_without_showing_
     with pytest.raises(RequestError, match=r"^token names must differ; a is given twice"):
         load_config(twice, {})
 
-    result = subprocess.run(
-        [*SERVE, "--token", f"a:{SECRET}:read", "--token", f"b:{SECRET}:admin"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=tmp_path,
+    result = assay(
+        *SERVE[3:], "--token", f"a:{SECRET}:read", "--token", f"b:{SECRET}:admin", cwd=tmp_path
     )
     assert result.returncode == 2
     assert result.stderr == f"assay serve: {refusal.format(source='--token')}\n"
@@ -397,14 +392,7 @@ def test_a_redact_pattern_that_is_not_one_is_refused_naming_it_and_the_form(
             load_config({}, {"ASSAY_REDACT": pattern})
         assert str(caught.value) == refusal.format(source="ASSAY_REDACT")
 
-    result = subprocess.run(
-        [*SERVE, "--redact", pattern],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=tmp_path,
-    )
+    result = assay(*SERVE[3:], "--redact", pattern, cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr == f"assay serve: {refusal.format(source='--redact')}\n"
 
