@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from assay.errors import ContractError, WrongTypeError
+from assay.expr.path import parse_path
 from assay.redaction import ELLIPSIS, REDACTED, SUMMARY_LIMIT, Redaction
 from strategies import json_values
 
@@ -42,12 +44,101 @@ SECRET = "hunter2-SECRET"
         ("a*a", ("a",), False),
         ('orders["a.b"].card', ("orders", "a.b", "card"), True),
         ('orders["a.b"].card', ("orders", "a", "b", "card"), False),
+        # A key with dots: the pattern's dots may stand for the key's own.
+        ("u.a.b", ("u", "a.b"), True),
+        ("u.a.b", ("u", "a.b", "c"), True),
+        ("u.a.b", ("u", "a.b.c"), True),
+        ("u.a.b", ("u", "a", "b.c"), True),
+        ("u.a.b", ("u.a", "b"), True),
+        ("u.a.b", ("u.a.b",), True),
+        ("u.a", ("u", "a.b"), True),
+        ("u.a.b", ("u", "a.c"), False),
+        ("u.a.b", ("u", "ab.c"), False),
+        ("u.a.b", ("u", "a.bc"), False),
+        ("u.a.b", ("u.a", "c"), False),
+        ("u.*.c", ("u", "a.b", "c"), True),
+        ("u.*.c", ("u", "a.b.c"), True),
+        ("u.*.c", ("u", "a.b.d"), False),
+        ("*.token", ("a.b", "token"), True),
+        ("**.token", ("a.token",), True),
+        ("**.token", ("a.tokens",), False),
+        ("u.**.x", ("u", "a.b.x"), True),
+        ('u["a.b"]', ("u", "a.b.c"), True),
+        ('u["a.b"]', ("u", "a", "b"), False),
+        ("a*", ("x.a",), False),
         ("items.*.secret", ("items", "0", "secret"), True),
         ("**", (), True),
     ],
 )
 def test_covers(pattern: str, path: tuple[str, ...], covered: bool) -> None:
     assert Redaction([pattern]).covers(path) is covered
+
+
+_KEYS = ["a", "b", "a.b", "b.a", "a.a.b", "ab", "a*", ".", "a.", ""]
+_TOKENS = ["a", "b", "a.b", "ab", "*", "**", "a*", "*b", "*.b", "a.*"]
+
+
+def _format(tokens: list[str]) -> str:
+    """Write pattern tokens as a path, in brackets when a token holds a dot."""
+    text = ""
+    for token in tokens:
+        if "." in token:
+            text += f"[{json.dumps(token)}]"
+        else:
+            text += f".{token}" if text else token
+    return text
+
+
+def _spellings(path: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """Every path that ``path``'s dotted spelling could stand for: keys split at any dots."""
+    if not path:
+        return [()]
+    pieces = path[0].split(".")
+    heads: list[tuple[str, ...]] = [(pieces[0],)]
+    for piece in pieces[1:]:
+        heads = [h for head in heads for h in ((*head[:-1], f"{head[-1]}.{piece}"), (*head, piece))]
+    return [(*head, *tail) for head in heads for tail in _spellings(path[1:])]
+
+
+def _matches_a_prefix(tokens: tuple[str, ...], path: tuple[str, ...]) -> bool:
+    """The segment-by-segment reading: ``*`` within one segment, ``**`` any segments."""
+    if not tokens:
+        return True
+    if tokens[0] == "**":
+        return any(_matches_a_prefix(tokens[1:], path[i:]) for i in range(len(path) + 1))
+    glob = ".*".join(re.escape(part) for part in tokens[0].split("*"))
+    return (
+        bool(path)
+        and re.fullmatch(glob, path[0], re.DOTALL) is not None
+        and _matches_a_prefix(tokens[1:], path[1:])
+    )
+
+
+@given(
+    tokens=st.lists(st.sampled_from(_TOKENS), min_size=1, max_size=4),
+    path=st.lists(st.sampled_from(_KEYS), max_size=4).map(tuple),
+)
+def test_a_path_is_covered_when_one_of_its_spellings_is(
+    tokens: list[str], path: tuple[str, ...]
+) -> None:
+    pattern = _format(tokens)
+    segments = parse_path(pattern)
+    expected = any(_matches_a_prefix(segments, spelling) for spelling in _spellings(path))
+    assert Redaction([pattern]).covers(path) is expected
+
+
+def test_a_key_with_dots_is_withheld_wherever_a_pattern_could_spell_it() -> None:
+    redaction = Redaction(["u.a.b", "v.*.pin"])
+    state = {
+        "u": {"a.b": SECRET, "a.c": "shown", "a": {"b.c": SECRET, "c": "shown"}},
+        "v": {"x.y": {"pin": SECRET, "name": "shown"}},
+    }
+    assert redaction.summarize((), state) == (
+        '{"u":{"a.b":"[redacted]","a.c":"shown","a":{"b.c":"[redacted]","c":"shown"}},'
+        '"v":{"x.y":{"pin":"[redacted]","name":"shown"}}}'
+    )
+    assert redaction.summarize(("u", "a.b"), SECRET) is None
+    assert redaction.summarize(("u", "a"), state["u"]["a"]) == ('{"b.c":"[redacted]","c":"shown"}')
 
 
 def test_none_covers_nothing() -> None:
@@ -152,8 +243,10 @@ def test_summary_masks_array_elements_by_index() -> None:
 
 
 @given(
-    state=st.dictionaries(st.sampled_from(["a", "b", "password", "token"]), json_values),
-    pattern=st.sampled_from(["password", "*.password", "**.token", "a.*", "b.**"]),
+    state=st.dictionaries(
+        st.sampled_from(["a", "b", "password", "token", "a.password", "x.token"]), json_values
+    ),
+    pattern=st.sampled_from(["password", "*.password", "**.token", "a.*", "b.**", "a.password"]),
     limit=st.integers(min_value=1, max_value=400),
 )
 def test_a_value_under_a_covered_key_never_appears_in_a_summary(

@@ -1,13 +1,20 @@
-"""``assay serve --redact``: a withheld key's value is in no answer and no ledger entry."""
+"""Redaction through the daemon: a withheld key's value is in no answer and no ledger entry."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import httpx
+import pytest
 
+from assay.graph import build_navigation_graph
+from assay.graph.session import Handler
+from assay.host import Application
+from assay.ledger import Ledger
+from assay.ledger.memory import MemoryBackend
 from assay.ledger.url import open_ledger
-from http_daemon import spawn_daemon
+from assay.state.store import StateStore
+from http_daemon import serving, spawn_daemon
 
 ADDRESS = "ops@outpost.example"
 
@@ -51,3 +58,64 @@ def test_a_redacted_key_is_withheld_from_answers_and_the_ledger(tmp_path: Path) 
             rest = rest.replace(echo, "")
         assert ADDRESS not in rest, text
     assert "inbox.sent.m1.to is [redacted]" in stored
+
+
+VAULT = build_navigation_graph(
+    "vault",
+    pages={
+        "vault": {
+            "actions": {
+                "store": {
+                    "does": "Store the keys",
+                    "writes": ["u"],
+                    "verify": {"u.note": {"eq": "stored"}},
+                    "input": {"type": "object", "additionalProperties": False},
+                }
+            }
+        }
+    },
+)
+PIN = "4471-secret-pin"
+
+
+def _vault() -> Application:
+    """Storing writes a key whose name holds a dot; ``u.a.b`` is the configured pattern."""
+
+    def handlers(store: StateStore) -> dict[str, Handler]:
+        stored = {"a.b": PIN, "a": {"b.c": PIN, "c": "shown"}, "note": "stored"}
+        return {"vault.store": lambda args: store.report({"u": stored})}
+
+    return Application.in_process(
+        VAULT, start="vault", state={"u": {"note": "empty"}}, handlers=handlers, redaction=["u.a.b"]
+    )
+
+
+@pytest.mark.anyio
+async def test_a_pattern_withholds_a_key_whose_name_holds_its_dots() -> None:
+    ledger = Ledger(MemoryBackend())
+    async with (
+        serving(_vault(), ledger=ledger) as served,
+        httpx.AsyncClient(base_url=served.url, timeout=30) as client,
+    ):
+        fired = await client.post("/v1/actions", json={"action": "vault.store", "wait_ms": 5000})
+        assert fired.status_code == 200, fired.text
+        changes = {c["key"]: c["after"] for c in fired.json()["verification"]["changed_fields"]}
+        assert changes == {
+            'u["a.b"]': "[redacted]",
+            'u.a["b.c"]': "[redacted]",
+            "u.a.c": "shown",
+            "u.note": "stored",
+        }
+        state = await client.get("/v1/state", params={"keys": "u"})
+        assert state.json()["objects"] == {
+            "u": {"a.b": "[redacted]", "a": {"b.c": "[redacted]", "c": "shown"}, "note": "stored"}
+        }
+        verified = await client.post(
+            "/v1/verify", json={"expression": 'u["a.b"] === "guess"', "timeout_ms": 0}
+        )
+        assert verified.status_code == 422, verified.text
+        answers = [fired.text, state.text, verified.text, (await client.get("/")).text]
+    stored = "\n".join(entry.canonical.decode() for entry in ledger.iterate())
+    assert "[redacted]" in stored
+    for text in (stored, *answers):
+        assert PIN not in text, text

@@ -5,6 +5,15 @@ matches any run of characters within one segment, and a segment that is exactly 
 matches any number of segments, none included. A path is covered when it or any ancestor
 matches a pattern, so redacting ``secrets`` hides ``secrets.api.key``, and ``secrets.**``
 hides ``secrets`` itself as well. There is no escape for a literal ``*``.
+
+A key may itself hold dots, and then a dotted spelling is ambiguous: ``u.a.b`` could mean the
+key ``b`` inside ``a`` or the key ``"a.b"``. A pattern withholds every value whose path it
+could spell, so a dot between two pattern segments also matches a dot inside a key:
+``u.a.b`` covers ``u["a.b"]``, ``u["a.b.c"]`` and ``u.a["b.c"]``; ``u.a`` covers
+``u["a.b"]`` (its spelling reads as a child of ``u.a``); ``*`` matches across a key's dots
+(``u.*.c`` covers ``u["a.b"].c``), and ``**`` matches any run of the dot-separated parts of
+keys. A dot written inside brackets (``u["a.b"]``) is part of a key, and matches only a dot
+inside a key.
 """
 
 from __future__ import annotations
@@ -34,6 +43,13 @@ _Token = str | tuple[str, ...] | None
 _States = frozenset[tuple[int, int]]
 """Positions (pattern index, token index) still alive after reading some path segments."""
 
+_Program = tuple[str, frozenset[int]] | None
+"""A token read character by character: its characters without the stars, and the offsets
+at which a ``*`` may absorb any character; ``None`` for ``**``."""
+
+_INSIDE_ANY: Final = -1
+"""The offset of a position inside a ``**`` that is reading a key's characters."""
+
 
 def _compile_token(segment: str) -> _Token:
     if segment == "**":
@@ -41,6 +57,19 @@ def _compile_token(segment: str) -> _Token:
     if "*" in segment:
         return tuple(segment.split("*"))
     return segment
+
+
+def _compile_program(token: _Token) -> _Program:
+    if token is None:
+        return None
+    if isinstance(token, str):
+        return token, frozenset()
+    stars: set[int] = set()
+    length = 0
+    for part in token[:-1]:
+        length += len(part)
+        stars.add(length)
+    return "".join(token), frozenset(stars)
 
 
 def _glob_match(parts: tuple[str, ...], text: str) -> bool:
@@ -65,7 +94,7 @@ class Redaction:
     Answers are cached per path. ``Redaction.none()`` covers nothing.
     """
 
-    __slots__ = ("_cache", "_initial", "_patterns", "_tokens")
+    __slots__ = ("_cache", "_initial", "_patterns", "_programs", "_tokens")
 
     def __init__(self, patterns: Iterable[str] = ()) -> None:
         texts = tuple(patterns)
@@ -76,6 +105,7 @@ class Redaction:
             )
         self._patterns = texts
         self._tokens = tuple(tuple(_compile_token(s) for s in parse_path(p)) for p in texts)
+        self._programs = tuple(tuple(_compile_program(t) for t in ts) for ts in self._tokens)
         self._initial = self._closure((i, 0) for i in range(len(self._tokens)))
         self._cache: dict[tuple[str, ...], _States | None] = {}
 
@@ -153,6 +183,8 @@ class Redaction:
         return frozenset(found)
 
     def _advance(self, states: _States | None, segment: str) -> _States:
+        if "." in segment:
+            return self._advance_dotted(states or frozenset(), segment)
         moved: list[tuple[int, int]] = []
         for index, position in states or ():
             tokens = self._tokens[index]
@@ -164,6 +196,54 @@ class Redaction:
             elif token == segment if isinstance(token, str) else _glob_match(token, segment):
                 moved.append((index, position + 1))
         return self._closure(moved) if moved else frozenset()
+
+    def _advance_dotted(self, states: _States, segment: str) -> _States:
+        """Read a key that holds dots character by character, each dot a possible step.
+
+        The answer holds an accepting position when a pattern ends at one of the key's dots.
+        Work is in proportion to the key's length times the patterns' size.
+        """
+        live: set[tuple[int, int, int]] = set()
+        self._enter(live, states)
+        for char in segment:
+            moved: set[tuple[int, int, int]] = set()
+            steps: list[tuple[int, int]] = []
+            for index, position, offset in live:
+                program = self._programs[index][position]
+                if program is None:
+                    moved.add((index, position, _INSIDE_ANY))
+                    if char == ".":
+                        steps.append((index, position + 1))
+                    continue
+                chars, stars = program
+                if offset < len(chars) and chars[offset] == char:
+                    moved.add((index, position, offset + 1))
+                if offset in stars:
+                    moved.add((index, position, offset))
+                if char == "." and offset == len(chars):
+                    steps.append((index, position + 1))
+            if steps:
+                stepped = self._closure(steps)
+                if self._accepts(stepped):
+                    return stepped
+                self._enter(moved, stepped)
+            if not moved:
+                return frozenset()
+            live = moved
+        ends: list[tuple[int, int]] = []
+        for index, position, offset in live:
+            program = self._programs[index][position]
+            if program is None:
+                ends.append((index, position))
+            elif offset == len(program[0]):
+                ends.append((index, position + 1))
+        return self._closure(ends) if ends else frozenset()
+
+    def _enter(self, live: set[tuple[int, int, int]], states: _States) -> None:
+        for index, position in states:
+            programs = self._programs[index]
+            if position < len(programs):
+                live.add((index, position, 0 if programs[position] is not None else _INSIDE_ANY))
 
     def _accepts(self, states: _States) -> bool:
         return any(position == len(self._tokens[index]) for index, position in states)
