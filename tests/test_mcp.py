@@ -203,7 +203,9 @@ async def test_expressions_that_read_as_json_arrive_as_sent(panel: tuple[Host, C
     )
     assert fired.is_error is False, fired.content
     (fire,) = host.ledger.query(kind="fire")
-    assert fire.body["contract"] == '({"system.armed":{"eq":true}}) && ([0])'
+    assert fire.body["contract"] == (
+        '{"system.armed":{"eq":true}} (declared) and [0] (given with the fire)'
+    )
     # An optional expression sent as null (or "null", which the SDK reads as JSON) is none
     # at all, as docs/mcp.md says; it crashed the tool ("Error executing tool fire").
     for absent in (None, "null"):

@@ -73,6 +73,28 @@ async def test_a_fire_that_works_answers_200_with_its_verification(
     assert [e["kind"] for e in entries.json()] == ["fire", "settlement"]
 
 
+async def test_a_fire_with_its_own_expression_echoes_each_contract_as_written(
+    client: httpx.AsyncClient,
+) -> None:
+    # The echo was '({...}) && (expr)': neither an expression nor a declarative contract.
+    fire = {
+        "action": "inbox.send",
+        "args": {"message_id": "m1", "to": "ops"},
+        "verify_expression": "inbox.sent_count >= 1",
+        "wait_ms": 5000,
+    }
+    response = await client.post("/v1/actions", json=fire)
+    assert response.status_code == 200, response.text
+    echoed = (
+        '{"inbox.sent.{message_id}.status":{"eq":"sent"}} (declared) and '
+        "inbox.sent_count >= 1 (given with the fire)"
+    )
+    assert response.json()["verification"]["expression"] == echoed
+    entries = await client.get("/v1/ledger/entries", params={"transition": "inbox.send#1"})
+    (fired,) = [e for e in entries.json() if e["kind"] == "fire"]
+    assert fired["body"]["contract"] == echoed
+
+
 async def test_a_pending_fire_is_200_and_its_transition_can_be_waited_on(
     client: httpx.AsyncClient,
 ) -> None:

@@ -384,7 +384,8 @@ def test_an_already_true_fire_checks_its_own_expression_within_its_own_timeout()
     assert fired.already_true is not None
     assert midway.answer == "pending"
     assert midway.waiting_on == (
-        'the verify contract ({"view.domain":{"eq":"billing"}}) && (x > 1) to hold'
+        'the verify contract {"view.domain":{"eq":"billing"}} (declared) and x > 1 (given with '
+        "the fire) to hold"
     )
     assert settled.answer == "failed"
     assert settled.outcome is not None

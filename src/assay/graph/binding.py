@@ -2,7 +2,8 @@
 
 Placeholders (``orders.{order_id}.status``) are filled one path segment at a time, so an
 argument is always one segment; expressions see the arguments as ``args``; a fire's own
-``verify_expression`` joins the declared contract (``AllOf``).
+``verify_expression`` joins the declared contract (``AllOf``), and the two are echoed side by
+side, each as written.
 """
 
 from __future__ import annotations
@@ -45,7 +46,15 @@ class AllOf:
 
     @property
     def source(self) -> str:
-        return " && ".join(f"({part.source})" for part in self.parts)
+        """Each part as written, the declared first: ``{"a":{"eq":1}} (declared) and b > 1
+        (given with the fire)``; no one expression or declarative contract spells both."""
+        *declared, given = self.parts
+        return " and ".join(
+            [
+                *(f"{part.source} (declared)" for part in declared),
+                f"{given.source} (given with the fire)",
+            ]
+        )
 
     @property
     def keys(self) -> tuple[str, ...]:
