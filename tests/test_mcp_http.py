@@ -6,6 +6,7 @@ As a subprocess: ``assay mcp --transport http`` announcing its endpoint on stder
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -137,6 +138,27 @@ async def test_a_body_that_is_not_a_valid_message_is_refused_with_400_naming_why
         assert error["message"] == (
             "invalid request: the body is not JSON (Expecting value: line 1 column 1 (char 0))"
         )
+        # A valid message whose params are not what tools/call takes: the SDK answered
+        # "Invalid request parameters", naming nothing.
+        listed = {
+            "jsonrpc": "2.0",
+            "id": 8,
+            "method": "tools/call",
+            "params": {"name": "get_state", "arguments": [["system.armed"]]},
+        }
+        refused = await http.post(url, json=listed)
+        assert refused.status_code == 200, refused.text
+        (event,) = [line for line in refused.text.splitlines() if line.startswith("data: {")]
+        assert json.loads(event.removeprefix("data: ")) == {
+            "jsonrpc": "2.0",
+            "id": 8,
+            "error": {
+                "code": -32602,
+                "message": "invalid params: params.arguments must be an object (the tool's "
+                "arguments by name, as its inputSchema in tools/list gives them), not an "
+                'array: [["system.armed"]]',
+            },
+        }
         # A valid request after all of that is served as before, its body replayed whole.
         pinged = await http.post(url, json={"jsonrpc": "2.0", "id": 9, "method": "ping"})
         assert pinged.status_code == 200

@@ -233,6 +233,55 @@ def test_a_request_that_is_not_a_valid_message_is_answered_with_an_error_naming_
     assert len(answers[6]["result"]["tools"]) == 5
 
 
+ARGUMENTS_MUST_BE_AN_OBJECT = (
+    "invalid params: params.arguments must be an object (the tool's arguments by name, as its "
+    "inputSchema in tools/list gives them), not "
+)
+
+
+def test_params_that_are_not_what_the_method_takes_are_refused_naming_the_field() -> None:
+    # The SDK answered each of these "Invalid request parameters", naming nothing.
+    def call(request_id: int, params: object) -> dict[str, object]:
+        return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+    requests = _lines(
+        _initialize(1),
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        call(2, {"name": "verify", "arguments": ["inbox.unread === 3"]}),
+        call(3, {"name": "verify", "arguments": "inbox.unread === 3"}),
+        call(4, {"name": "verify", "arguments": 7}),
+        call(5, {"name": "verify", "arguments": list(range(100))}),
+        call(6, {"arguments": {"expression": "inbox.unread === 3"}}),
+        call(7, {"name": ["verify"], "arguments": {}}),
+        call(8, {"name": "verify", "arguments": {}, "_meta": {"progressToken": 1.5}}),
+        {"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {"cursor": {}}},
+        call(10, {"name": "verify", "arguments": {"expression": "inbox.unread === 3"}}),
+    )
+    done = subprocess.run(
+        [ASSAY, "mcp", "--ledger", "memory:"],
+        input=requests,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    answers = {line["id"]: line for line in map(json.loads, done.stdout.splitlines())}
+    errors = {key: answers[key]["error"] for key in range(2, 10)}
+    assert {error["code"] for error in errors.values()} == {-32602}
+    assert {key: error["message"] for key, error in errors.items()} == {
+        2: ARGUMENTS_MUST_BE_AN_OBJECT + 'an array: ["inbox.unread === 3"]',
+        3: ARGUMENTS_MUST_BE_AN_OBJECT + 'a string: "inbox.unread === 3"',
+        4: ARGUMENTS_MUST_BE_AN_OBJECT + "a number: 7",
+        5: ARGUMENTS_MUST_BE_AN_OBJECT + "an array: [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,…",
+        6: "invalid params: params.name is missing; tools/call requires it",
+        7: 'invalid params: params.name must be a string, not an array: ["verify"]',
+        8: "invalid params: params._meta.progressToken must be a string or an integer, not a "
+        "number: 1.5",
+        9: "invalid params: params.cursor must be a string, not an object: {}",
+    }
+    assert answers[10]["result"]["structuredContent"]["passed"] is True
+
+
 STRAY_PRINTER = """
 import asyncio
 from mcp.server import MCPServer

@@ -7,18 +7,43 @@ first field at fault. A request whose id is neither a string nor an integer (``t
 ``1.5``, ``null``) would be read by the SDK's types as a notification and never answered, so
 it is refused too. The error goes under the request's id when it can be written back, else
 under a null id, as JSON-RPC 2.0 has it when the id cannot be determined.
+
+A valid message whose params are not what its method takes (``tools/call`` with a list for
+``arguments``) is answered by ``ParamsRefusal`` with invalid params (-32602) naming the field,
+what it must be and what was sent, where the SDK says only "Invalid request parameters".
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import mcp_types
+from mcp import MCPError
+from mcp.server import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
 from pydantic import ValidationError
 
+from assay.expr.path import json_type_name
+from assay.redaction import Redaction
 from assay.state.canonical import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
+
+_EXPECTED: Final = {
+    "dict_type": "an object",
+    "model_type": "an object",
+    "model_attributes_type": "an object",
+    "string_type": "a string",
+    "int_type": "an integer",
+    "int_from_float": "an integer",
+    "float_type": "a number",
+    "bool_type": "a boolean",
+    "list_type": "an array",
+}
+"""What a field must be, by the pydantic error type that says it is not."""
+
+_SHOWN: Final = 40
+"""How many characters of a refused value an error shows."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,3 +126,47 @@ def _error(request_id: int | str | None, code: int, reason: str) -> mcp_types.JS
         id=request_id,
         error=mcp_types.ErrorData(code=code, message=f"invalid request: {reason}"),
     )
+
+
+class ParamsRefusal:
+    """Server middleware: a request whose params fail its method's schema is refused with
+    invalid params (-32602) naming the field at fault (``invalid_params``)."""
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        try:
+            return await call_next(ctx)
+        except ValidationError as error:
+            reason = invalid_params(ctx.method, error)
+            if reason is None:
+                raise
+            raise MCPError(mcp_types.INVALID_PARAMS, reason) from error
+
+
+def invalid_params(method: str, error: ValidationError) -> str | None:
+    """What is wrong with the params of a ``method`` request, from the SDK's check of the
+    whole request; ``None`` for an error that is not about the params."""
+    errors = error.errors()
+    if not errors or any(found["loc"][:1] != ("params",) for found in errors):
+        return None
+    first = errors[0]
+    loc, faults = first["loc"], [first]
+    members = [found for found in errors if found["loc"][:-1] == loc[:-1]]
+    if len(loc) > 2 and len(members) > 1 and all(m["input"] is first["input"] for m in members):
+        loc, faults = loc[:-1], members  # one error per member of a union, tagged by its name
+    where = ".".join(str(part) for part in loc)
+    if first["type"] == "missing":
+        return f"invalid params: {where} is missing; {method} requires it"
+    expected = [_EXPECTED.get(found["type"]) for found in faults]
+    if None in expected:
+        return f"invalid params: {where}: {first['msg']}"
+    seen = json_type_name(first["input"])
+    shown = Redaction.none().summarize((), first["input"], limit=_SHOWN)
+    hint = (
+        " (the tool's arguments by name, as its inputSchema in tools/list gives them)"
+        if loc == ("params", "arguments")
+        else ""
+    )
+    must = " or ".join(dict.fromkeys(str(e) for e in expected))
+    return f"invalid params: {where} must be {must}{hint}, not {seen}: {shown}"

@@ -22,6 +22,7 @@ from assay import __version__
 from assay.graph.declaration import Reversibility
 from assay.graph.graph import NavigationGraph
 from assay.host import Host
+from assay.mcp.messages import ParamsRefusal
 from assay.mcp.tools import AssayTools
 
 INSTRUCTIONS = (
@@ -74,6 +75,7 @@ def build_server(host: Host, *, session: str | None = None, name: str = "assay")
         version=__version__,
         instructions=INSTRUCTIONS.format(app=host.graph.app),
         log_level="WARNING",
+        middleware=[ParamsRefusal()],
     )
     fire = (
         tools.fire,
