@@ -21,6 +21,8 @@ DEFAULT_ITERATIONS_PER_ATTEMPT: Final = 3
 """Iterations of planner → executor → verifier per attempt when no budget says."""
 MAX_TOKENS: Final = 2**53 - 1
 """The most tokens one charge may report, and where a scope's count stops: JSON's exact range."""
+DEFAULT_OUTPUT_BYTES: Final = 1024 * 1024
+"""The largest output, as canonical JSON, a step may commit when no budget says (1 MiB)."""
 
 
 class Limits(BaseModel):
@@ -40,11 +42,14 @@ class Budget(Limits):
     ``attempts`` caps how many attempts a step makes (the escalation ladder sets how many it
     may: one plus its rungs before ``human``); ``iterations_per_attempt`` bounds each attempt's
     critique loop; ``attempt`` and ``iteration`` bound one attempt's and one iteration's wall
-    time, tokens and cost. A step's values override the workflow's defaults for that step.
+    time, tokens and cost; ``output_bytes`` caps the size of an output, as canonical JSON,
+    that may be judged and committed (``DEFAULT_OUTPUT_BYTES`` when no budget says). A step's
+    values override the workflow's defaults for that step.
     """
 
     attempts: int | None = Field(default=None, ge=1)
     iterations_per_attempt: int | None = Field(default=None, ge=1)
+    output_bytes: int | None = Field(default=None, ge=1)
     attempt: Limits | None = None
     iteration: Limits | None = None
 
@@ -179,7 +184,8 @@ class Meter:
 
 
 def step_budget(workflow: Budget, step: Budget | None) -> Budget:
-    """The step's budget with the workflow's attempt shape filled in where the step is silent."""
+    """The step's budget with the workflow's attempt shape and output limit filled in where
+    the step is silent."""
     step = step or Budget()
     return step.model_copy(
         update={
@@ -189,6 +195,7 @@ def step_budget(workflow: Budget, step: Budget | None) -> Budget:
             or DEFAULT_ITERATIONS_PER_ATTEMPT,
             "attempt": step.attempt or workflow.attempt,
             "iteration": step.iteration or workflow.iteration,
+            "output_bytes": step.output_bytes or workflow.output_bytes or DEFAULT_OUTPUT_BYTES,
         }
     )
 

@@ -141,10 +141,15 @@ def _loaded(path: str, context_tokens: int) -> tuple[Any, threading.Lock]:
 @atexit.register
 def _close_models() -> None:
     """Free every loaded model while the interpreter can still run llama-cpp-python's code
-    (left to the garbage collector at exit, its clean-up prints a traceback)."""
+    (left to the garbage collector at exit, its clean-up prints a traceback).
+
+    Each is freed once its lock is free: a verifier's daemon thread that a wall bound stopped
+    waiting for may still be running a completion on it (bounded by ``max_tokens``).
+    """
     with _loading:
-        for llama, _ in _models.values():
-            llama.close()
+        for llama, lock in _models.values():
+            with lock:
+                llama.close()
         _models.clear()
 
 

@@ -8,7 +8,10 @@ alternate executor or model, ``human``); a step or workflow that runs out, a ``h
 or the ladder's end parks the run. Every verdict, escalation, commit, park and resume is
 appended to the ledger before the engine moves on, so a run can be rebuilt and resumed from
 its entries alone. No loop here is unbounded: every iteration is charged to an attempt with a
-finite iteration bound, and every step has a finite number of attempts.
+finite iteration bound, and every step has a finite number of attempts; no wait is unbounded
+either: an awaited planner, executor or verifier is given up on when the tightest wall bound
+around it runs out. An output larger than its step's ``output_bytes`` fails its verdict
+unjudged and never reaches the ledger.
 """
 
 from __future__ import annotations
@@ -20,11 +23,14 @@ import math
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from pydantic import BaseModel
 
 from assay.clock import SYSTEM_CLOCK, Clock
 from assay.errors import StateError, WorkflowError, escape_surrogates
 from assay.ledger import Ledger
+from assay.ledger.canonical import canonical_json
 from assay.state.canonical import canonical_value
 from assay.workflow.budget import MAX_TOKENS, Budget, Exhaustion, Limits, Meter, step_budget
 from assay.workflow.context import Plan, StepContext, StepResult
@@ -275,13 +281,13 @@ class Engine:
                 model=rung.model,
                 session=self.session,
             )
-            output, verdict = await self._produce(step, ctx, executor, spend)
+            output, verdict = await self._produce(run, ctx, executor, spend)
             if verdict is None:
                 over = spend.exceeded()
                 if over is not None:
                     verdict = _engine_verdict("budget", over.reason + "; the output is discarded")
                 else:
-                    verdict = await self._judge(step, context, output or {})
+                    verdict = await self._judge(step, context, output or {}, spend)
                     spend.charge(tokens=verdict.tokens, cost=verdict.cost)
             body = VerdictBody(
                 step=step.id,
@@ -301,15 +307,18 @@ class Engine:
             critiques.append(verdict.critique)
 
     async def _produce(
-        self, step: Step, ctx: StepContext, executor: Any, spend: Meter
+        self, run: _StepRun, ctx: StepContext, executor: Any, spend: Meter
     ) -> tuple[dict[str, Any] | None, Verdict | None]:
-        """Plan, then execute; a failure of either is a failed verdict, never a crash.
+        """Plan, then execute; a failure of either is a failed verdict, never a crash, and
+        so is an output over the step's ``output_bytes`` (then it is not returned at all).
 
         Each is handed its own copy of the input, so the verifier judges the input as the
         ledger recorded it, whatever they do to theirs.
         """
+        step = run.step
         if step.planner is not None:
-            planned, failed = await self._call("planner", step.planner, _own(ctx), spend)
+            planner, own = step.planner, _own(ctx)
+            planned, failed = await self._call("planner", lambda: planner(own), spend)
             if failed is not None:
                 return None, failed
             if isinstance(planned, Plan):
@@ -319,7 +328,8 @@ class Engine:
                 spend.charge(tokens=planned.tokens, cost=planned.cost)
                 planned = planned.value
             ctx = _with_plan(ctx, planned)
-        produced, failed = await self._call("executor", executor, _own(ctx), spend)
+        own = _own(ctx)
+        produced, failed = await self._call("executor", lambda: executor(own), spend)
         if failed is not None:
             return None, failed
         if isinstance(produced, StepResult):
@@ -332,45 +342,53 @@ class Engine:
             why = f"the executor returned {type(produced).__name__}, not a JSON object"
             return None, _engine_verdict("executor", why)
         try:
-            return _json_object(produced, "output", self.workflow.name), None
+            output = _json_object(produced, "output", self.workflow.name)
         except WorkflowError as error:
             return None, _engine_verdict("executor", str(error))
         except Exception as error:  # a Mapping whose own methods fail
             why = f"the executor's output could not be read: {_name(error)}"
             return None, _engine_verdict("executor", why)
+        oversized = _oversized(output, run.budget.output_bytes)
+        return (None, oversized) if oversized is not None else (output, None)
 
     async def _call(
-        self, who: str, function: Any, ctx: StepContext, spend: Meter
+        self, who: _Caller, call: Callable[[], Any], spend: Meter
     ) -> tuple[Any, Verdict | None]:
-        """Call a planner or executor: its answer, or the failed verdict it comes to.
+        """Call a planner, an executor or a verifier: its answer, or the failed verdict it
+        comes to.
 
-        An awaitable answer is bounded by the time left in the tightest wall bound, and
-        cancelled when that runs out; a plain call cannot be preempted.
+        An awaitable answer is bounded by the time left in the tightest wall bound and given
+        up on when that runs out: a coroutine is cancelled; a model verifier's thread cannot
+        be, so its late answer is dropped. A plain call cannot be preempted.
         """
+        kind: VerifierKind = "verifier" if who == "verifier" else "executor"
         try:
-            result = function(ctx)
+            result = call()
             if inspect.isawaitable(result):
                 result = await _within(result, spend, self.clock)
         except _OutOfTimeError as out:
-            why = f"{out.exhaustion.reason} while the {who} was still running; it was cancelled"
-            return None, _engine_verdict("budget", why)
+            return None, _engine_verdict("budget", f"{out.exhaustion.reason} {_LATE[who]}")
         except asyncio.CancelledError:
             if _cancelling():
                 raise  # the run itself is being cancelled
             why = f"the {who} was cancelled (it raised CancelledError) though the run was not"
-            return None, _engine_verdict("executor", why)
+            return None, _engine_verdict(kind, why)
         except Exception as error:
-            return None, _engine_verdict("executor", f"the {who} raised {_name(error)}")
+            return None, _engine_verdict(kind, f"the {who} raised {_name(error)}")
         return result, None
 
     async def _judge(
-        self, step: Step, context: Mapping[str, Any], output: Mapping[str, Any]
+        self, step: Step, context: Mapping[str, Any], output: Mapping[str, Any], spend: Meter
     ) -> Verdict:
-        """The step's verdict on ``output``; a verifier that raises fails it, never the run."""
-        try:
-            verdict = await judge(self._verifier(step), context, output)
-        except Exception as error:
-            return _engine_verdict("verifier", f"the verifier raised {_name(error)}")
+        """The step's verdict on ``output``, within the wall bounds of ``spend``; a verifier
+        that raises, or does not rule in time, fails it, never the run."""
+        verifier = self._verifier
+        verdict, failed = await self._call(
+            "verifier", lambda: judge(verifier(step), context, output), spend
+        )
+        if failed is not None:
+            return failed
+        assert isinstance(verdict, Verdict)
         if not verdict.criteria:  # nothing unobserved passes, whatever the verifier said
             return _engine_verdict("verifier", NOTHING_JUDGED)
         return verdict
@@ -380,8 +398,8 @@ class Engine:
             self._verifiers[step.id] = self._verifier_factory(step)
         return self._verifiers[step.id]
 
-    def _append(self, kind: str, body: Any, run_id: str) -> None:
-        self.ledger.append(kind, body.model_dump(mode="json"), run=run_id)
+    def _append(self, kind: str, body: BaseModel, run_id: str) -> None:
+        self.ledger.append(kind, _plain(body), run=run_id)
         if self._observer is not None:
             self._observer(kind, body)
 
@@ -404,6 +422,38 @@ def require_judges(workflow: Workflow, steps: Iterable[Step], model: ModelSettin
             )
 
 
+_PLAIN_FIELDS: Final = frozenset({"input", "output"})
+
+
+def _plain(body: BaseModel) -> dict[str, Any]:
+    """``body`` as JSON values for the ledger. Its ``input`` and ``output`` are plain JSON
+    already (``_json_object`` made them so), and are handed on as they are: the ledger copies
+    them once, as it encodes the entry, rather than after pydantic has copied them too."""
+    fields = set(_PLAIN_FIELDS & type(body).model_fields.keys())
+    plain = body.model_dump(mode="json", exclude=fields)
+    for name in fields:
+        plain[name] = getattr(body, name)
+    return plain
+
+
+def _oversized(output: Mapping[str, Any], limit: int | None) -> Verdict | None:
+    """The failed verdict of an output whose canonical JSON is over ``limit`` bytes (or that
+    has none), else ``None``. The output is encoded once here, to be measured."""
+    try:
+        size = len(canonical_json(output))
+    except (TypeError, ValueError) as error:  # what JSON.parse reads but RFC 8785 cannot write
+        why = f"the output cannot be recorded: it has no RFC 8785 JSON ({error})"
+        return _engine_verdict("executor", why)
+    if limit is None or size <= limit:
+        return None
+    why = (
+        f"the output is {size:,} bytes as canonical JSON, over the step's limit of {limit:,} "
+        "(budget.output_bytes), so it was neither judged nor recorded; return less, or store "
+        "the data elsewhere and return a reference to it"
+    )
+    return _engine_verdict("executor", why)
+
+
 def _limits(budget: Budget) -> Limits:
     return Limits(
         iterations=budget.iterations, wall_s=budget.wall_s, tokens=budget.tokens, cost=budget.cost
@@ -424,8 +474,18 @@ def _own(ctx: StepContext) -> StepContext:
     return replace(ctx, input=copy.deepcopy(ctx.input), human=copy.deepcopy(ctx.human))
 
 
+_Caller = Literal["planner", "executor", "verifier"]
+_LATE: Final[Mapping[_Caller, str]] = {
+    "planner": "while the planner was still running; it was cancelled",
+    "executor": "while the executor was still running; it was cancelled",
+    "verifier": "before the verifier ruled; the output is not committed, and a ruling that "
+    "comes later is ignored",
+}
+"""How a verdict ends the reason of a wall bound that ran out on each kind of call."""
+
+
 class _OutOfTimeError(Exception):
-    """An awaited planner or executor was still running when a wall bound ran out."""
+    """An awaited planner, executor or verifier was still running when a wall bound ran out."""
 
     def __init__(self, exhaustion: Exhaustion) -> None:
         super().__init__(exhaustion.reason)

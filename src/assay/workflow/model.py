@@ -8,14 +8,23 @@ critique. Its prompt always states the zero-case exemption, and an output equal 
 declared empty output is the self-attesting empty result: it passes without asking the model.
 Anything that keeps the model from ruling (no answer, an answer off the schema, a missing
 ruling) fails the verdict and says why; a model verdict never passes by default.
+
+The model is asked in a daemon thread of its own (``averify``), so the event loop runs on
+meanwhile and the engine can stop waiting when a wall bound runs out. Nothing can stop the
+thread itself: it runs until the model answers (an endpoint's ``timeout_s``, a model file's
+``max_tokens``), and what it answers then is dropped. Being a daemon, it holds up neither the
+end of the event loop nor the exit of the process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import json
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -26,6 +35,8 @@ from assay.workflow.verdict import CriterionResult, Verdict
 
 if TYPE_CHECKING:
     import openai
+
+_T = TypeVar("_T")
 
 ZERO_CASE_EXEMPTION: Final = (
     "Zero-case exemption: an output equal to the step's declared empty output means the step "
@@ -120,8 +131,12 @@ class ModelVerifier:
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
     async def averify(self, input: Mapping[str, Any], output: Mapping[str, Any]) -> Verdict:
-        """``verify`` in a worker thread: the event loop runs on while the model answers."""
-        return await asyncio.to_thread(self.verify, input, output)
+        """``verify`` in a daemon thread: the event loop runs on while the model answers.
+
+        Cancelling the wait (the engine does when a wall bound runs out) leaves the thread
+        running, as nothing can stop it; the verdict it comes to later is dropped.
+        """
+        return await _in_thread(lambda: self.verify(input, output))
 
     def verify(self, input: Mapping[str, Any], output: Mapping[str, Any]) -> Verdict:
         if self.step.empty_output is not None and dict(output) == dict(self.step.empty_output):
@@ -159,6 +174,35 @@ class ModelVerifier:
     def _unruled(self, why: str, tokens: int = 0) -> Verdict:
         results = tuple(self._result(check, False, why) for check in self.checks)
         return Verdict.of(results, critique=why, tokens=tokens)
+
+
+async def _in_thread(call: Callable[[], _T]) -> _T:
+    """``call()`` run in a daemon thread of its own, awaited.
+
+    Unlike ``asyncio.to_thread`` (the loop's default executor, which ``asyncio.run`` and the
+    interpreter's exit both wait for), a cancelled wait here leaves nothing waiting on the
+    thread: its answer, when it comes, finds the wait cancelled or the loop closed, and is
+    dropped.
+    """
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[_T] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(give: Callable[[Any], object], value: Any) -> None:
+        if not answer.done():  # else the wait was cancelled, and this answer came too late
+            give(value)
+
+    def run() -> None:
+        outcome: tuple[Callable[[Any], object], Any]
+        try:
+            outcome = (answer.set_result, context.run(call))
+        except BaseException as error:  # handed to the waiter, as to_thread would
+            outcome = (answer.set_exception, error)
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, *outcome)
+
+    threading.Thread(target=run, name="assay model verifier", daemon=True).start()
+    return await answer
 
 
 def _shown(value: Mapping[str, Any]) -> str:

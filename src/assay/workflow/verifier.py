@@ -28,7 +28,8 @@ class Verifier(Protocol):
     """Renders a verdict on one output; never raises for an output it cannot judge.
 
     A verifier that waits (on a model) may also have ``averify``, the same verdict awaited
-    without blocking the event loop; ``judge`` uses it when it is there.
+    without blocking the event loop; ``judge`` uses it when it is there. The engine waits for
+    it only until the step's tightest wall bound runs out, then fails the verdict.
     """
 
     def verify(self, input: Mapping[str, Any], output: Mapping[str, Any]) -> Verdict: ...
