@@ -3,6 +3,8 @@ content types and paths at their edges, each a 400 (or 404, 415) problem naming 
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -291,3 +293,43 @@ async def test_the_hot_path_tells_a_colon_in_a_string_from_a_repeated_key(
         "/v1/verify", content=escaped, headers={"content-type": "application/json"}
     )
     assert _errors(refused)[0]["message"].startswith("the key 'timeout_ms' is given twice")
+
+
+async def _raw(url: str, request: bytes) -> tuple[bytes, dict[bytes, bytes], bytes]:
+    """Send ``request`` as bytes on a connection of its own: the status line, the headers
+    (names in lower case) and the body of the answer."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        writer.write(request)
+        await writer.drain()
+        head = await reader.readuntil(b"\r\n\r\n")
+        status, *lines = head.removesuffix(b"\r\n\r\n").split(b"\r\n")
+        headers = dict(line.lower().split(b": ", 1) for line in lines)
+        body = await reader.readexactly(int(headers[b"content-length"]))
+    finally:
+        writer.close()
+    return status, headers, body
+
+
+async def test_a_request_uvicorns_parser_cannot_read_is_answered_by_uvicorn_in_plain_text(
+    served: Served,
+) -> None:
+    # Known and documented (docs/http.md): such a request never reaches the daemon, and
+    # uvicorn offers no setting for its answer. A request target is read up to 65,535
+    # bytes (httptools keeps URL offsets in 16 bits); a header value may not hold a control
+    # character other than tab. If uvicorn starts passing these on, the daemon answers them.
+    longest = b"/?x=" + b"a" * (65_535 - len("/?x="))
+    status, headers, body = await _raw(served.url, b"GET " + longest + b" HTTP/1.1\r\n\r\n")
+    assert (status, headers[b"content-type"]) == (b"HTTP/1.1 400 Bad Request", PROBLEM.encode())
+    assert json.loads(body)["errors"][0]["field"] == "query.x"
+    for request in (
+        b"GET " + longest + b"a HTTP/1.1\r\n\r\n",
+        b"GET / HTTP/1.1\r\nX-Note: a\x7fb\r\n\r\n",
+    ):
+        status, headers, body = await _raw(served.url, request)
+        assert (status, headers[b"content-type"]) == (
+            b"HTTP/1.1 400 Bad Request",
+            b"text/plain; charset=utf-8",
+        )
+        assert (body, headers[b"connection"]) == (b"Invalid HTTP request received.", b"close")
