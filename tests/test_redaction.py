@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from assay.errors import ContractError, WrongTypeError
 from assay.expr.path import parse_path
+from assay.expr.values import number_to_string
 from assay.redaction import ELLIPSIS, REDACTED, SUMMARY_LIMIT, Redaction
 from strategies import json_values
 
@@ -274,10 +275,30 @@ def _plant(value: Any, redaction: Redaction, path: tuple[str, ...]) -> Any:
 
 
 def _compact(value: Any) -> str:
-    """The reference rendering; lone surrogates, which summaries escape, are left out."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """The reference rendering, JSON.stringify's: compact, numbers as JavaScript writes them
+    (1e-7, not Python's 1e-07); lone surrogates, which summaries escape, are left out."""
+    text = _stringify(value)
     assume(text.encode("utf-8", "surrogatepass") == text.encode("utf-8", "ignore"))
     return text
+
+
+def _stringify(value: Any) -> str:
+    if isinstance(value, dict):
+        members = (f"{json.dumps(k, ensure_ascii=False)}:{_stringify(v)}" for k, v in value.items())
+        return "{" + ",".join(members) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_stringify(item) for item in value) + "]"
+    if type(value) is float:
+        return number_to_string(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def test_a_float_is_summarized_as_javascript_writes_it() -> None:
+    summaries = [
+        Redaction.none().summarize(("a",), value)
+        for value in (2.0**53, 1e-7, 1e21, 2.5, -0.0, [0.1, {"x": 1e300}])
+    ]
+    assert summaries == ["9007199254740992", "1e-7", "1e+21", "2.5", "0", '[0.1,{"x":1e+300}]']
 
 
 @given(json_values)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from assay import compile_expression
 from assay.clock import VirtualClock
 from assay.errors import AssayError, StateError, WrongTypeError
+from assay.ledger.canonical import canonical_json
 from assay.state import (
     MAX_DEPTH,
     FieldChange,
@@ -179,10 +180,23 @@ def test_a_rejected_report_writes_nothing(report: Any, message: str) -> None:
 
 def test_integers_beyond_2_53_are_stored_as_the_double_they_round_to() -> None:
     store = StateStore()
-    store.report({"n": {"big": 2**70 + 1, "safe": 2**53, "low": -(2**53) - 1, "on": True}})
+    report = {"big": 2**70 + 1, "edge": 2**53, "safe": 2**53 - 1, "low": -(2**53), "on": True}
+    store.report({"n": report})
     stored = store.current.objects["n"]
-    assert stored == {"big": 2.0**70, "safe": 2**53, "low": -(2.0**53), "on": True}
-    assert [type(stored[key]) for key in ("big", "safe", "low", "on")] == [float, int, float, bool]
+    assert stored == {
+        "big": 2.0**70,
+        "edge": 2.0**53,
+        "safe": 2**53 - 1,
+        "low": -(2.0**53),
+        "on": True,
+    }
+    assert [type(value) for value in stored.values()] == [float, float, int, float, bool]
+    # Evidence that holds the state can be written: RFC 8785 writes integers only up to
+    # ±(2**53 - 1), and a settlement that held 2**53 as an integer could not be recorded.
+    assert canonical_json(stored) == (
+        b'{"big":1.1805916207174113e+21,"edge":9007199254740992,"low":-9007199254740992,'
+        b'"on":true,"safe":9007199254740991}'
+    )
     with pytest.raises(StateError, match=r"^cannot store n: the integer 10000000000000000000… "):
         store.report({"n": 10**400})
 

@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from assay.errors import WrongTypeError
 from assay.expr.path import parse_path
+from assay.expr.values import number_to_string
 
 REDACTED: Final = "[redacted]"
 """What a summary shows in place of a covered value nested inside the value it summarizes."""
@@ -317,7 +318,7 @@ def _scalar(value: Any, budget: int) -> str:
         except ValueError:
             return _string(f"<integer of {value.bit_length()} bits>", budget)
     if isinstance(value, float):
-        return json.dumps(value)
+        return number_to_string(value)  # as JSON.stringify writes it: 1e-7, not 1e-07
     return _string(f"<{type(value).__name__}>", budget)
 
 

@@ -138,7 +138,7 @@ class EntryDraft:
             raise LedgerEntryError(
                 f"body cannot be written as RFC 8785 JSON: {reason}; use JSON values only "
                 "(objects with string keys, arrays, strings, finite numbers, integers within "
-                "±2**53, booleans, null)",
+                "±(2**53 - 1), booleans, null)",
                 field="body",
             ) from None
         object.__setattr__(self, "body", body)

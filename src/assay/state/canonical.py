@@ -2,9 +2,10 @@
 
 Values are validated and copied on ingest, so a stored tree never aliases a caller's mutable
 value and never holds what JSON cannot carry (sets, objects, NaN, infinities, non-string
-keys, half a surrogate pair). Numbers are JavaScript's: an integer beyond ±2**53 is stored as
-the double it rounds to, as ``JSON.parse`` reads it, so that expressions compare it as Node
-does and evidence that holds it can be written as RFC 8785 JSON.
+keys, half a surrogate pair). Numbers are JavaScript's: an integer beyond ±(2**53 - 1) is
+stored as the double it rounds to, as ``JSON.parse`` reads it, so that expressions compare it
+as Node does and evidence that holds it can be written as RFC 8785 JSON (which writes an
+integer only up to ±(2**53 - 1): ``2**53`` itself is stored as ``9007199254740992.0``).
 
 A report's top-level keys are dotted paths (``view.domain``, ``orders["a.b"].status``)
 expanded into nesting; keys inside the values are literal. A key without ``.``, ``[`` or
@@ -30,7 +31,6 @@ MAX_DEPTH: Final = 256
 
 _PATH_CHARS: Final = frozenset(".[]")
 _PLAIN_TYPES: Final = (bool, type(None))
-_MAX_SAFE: Final = 2**53
 _MAX_EXACT: Final = 2**53 - 1
 """The largest integer RFC 8785 writes: beyond it, a double no longer holds every integer."""
 _HALF_PAIR_PROBLEM: Final = (
@@ -95,8 +95,7 @@ def _copy(value: Any, depth: int, exact: bool) -> Any:
     if kind is str:
         return value if value.isascii() else _text(value)
     if kind is int:
-        limit = _MAX_EXACT if exact else _MAX_SAFE
-        if -limit <= value <= limit:
+        if -_MAX_EXACT <= value <= _MAX_EXACT:
             return value
         return _inexact(value) if exact else _double(value)
     if kind in _PLAIN_TYPES:
