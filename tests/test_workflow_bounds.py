@@ -239,22 +239,16 @@ def test_output_bytes_is_a_bound_of_a_whole_budget_only() -> None:
     )
 
 
-def test_an_output_the_ledger_cannot_write_fails_its_verdict_and_the_run_goes_on() -> None:
-    # 2**53 is a double exactly, so outputs keep it, but RFC 8785 writes integers only up to
-    # 2**53 - 1: the ledger refused the verdict entry, and the run crashed with
-    # LedgerEntryError. Measuring the output finds it first.
-    executor = Recorder([{"items": [2**53]}, GOOD])
+def test_an_output_holding_2_53_is_recorded_as_the_double_it_is() -> None:
+    # RFC 8785 writes integers only up to 2**53 - 1: an output holding 2**53 as an integer
+    # once made the ledger refuse the verdict entry, and the run crashed with
+    # LedgerEntryError. Outputs are copied as state is, so it is the double JSON reads.
+    executor = Recorder([{"items": [2**53]}])
     engine = Engine(workflow_of(step_of("s", executor)), memory_ledger())
 
     record = engine.start({})
 
     assert record.status is RunStatus.COMPLETED
-    verdicts = engine.ledger.query(run=record.run_id, kind="verdict")
-    assert [(v.body["output"], v.body["verdict"]["critique"]) for v in verdicts] == [
-        (
-            None,
-            "executor: the output cannot be recorded: it has no RFC 8785 JSON "
-            "(9007199254740992 exceeds safe integer domain for JSON floats)",
-        ),
-        (GOOD, ""),
-    ]
+    (verdict,) = engine.ledger.query(run=record.run_id, kind="verdict")
+    (stored,) = verdict.body["output"]["items"]
+    assert (stored, type(stored)) == (2.0**53, float)
