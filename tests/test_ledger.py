@@ -109,14 +109,14 @@ def test_a_sealed_entry_is_its_rfc8785_form_and_parses_back(
             "body",
             "body cannot be written as RFC 8785 JSON: nan is not representable in JCS; use JSON "
             "values only (objects with string keys, arrays, strings, finite numbers, integers "
-            "within ±2**53, booleans, null)",
+            "within ±(2**53 - 1), booleans, null)",
         ),
         (
             {"body": {1: "one"}},
             "body",
             "body cannot be written as RFC 8785 JSON: object keys must be strings; use JSON "
             "values only (objects with string keys, arrays, strings, finite numbers, integers "
-            "within ±2**53, booleans, null)",
+            "within ±(2**53 - 1), booleans, null)",
         ),
     ],
 )
