@@ -4,10 +4,11 @@ transition the session has let go, the same answer read back from its evidence."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from assay.expr.predicate import ConditionEvidence
+from assay.graph.claims import Claim
 from assay.graph.result import ALREADY_TRUE_WHY, Answer, CurrentCheck, EffectStatus, FireResult
 from assay.graph.transition import Phase, Transition
 from assay.state.snapshot import FieldChange, Snapshot
@@ -73,6 +74,23 @@ HELD_BEFORE_WHY: Final = (
     "The contract holds, but it held before the action fired too, and none of the keys the "
     "action declares writing changed: nothing observed shows that the action had any effect."
 )
+
+
+def not_credited(evidence: Sequence[FieldChange], claims: Sequence[Claim], session: str) -> str:
+    """Why a fire is not credited with the change ``evidence``: ``claims`` of other fires,
+    pending as well when it landed, account for it (``session`` is the fire's own)."""
+    holders = [
+        claim.holder if claim.session == session else f"{claim.holder} of session {claim.session!r}"
+        for claim in claims
+    ]
+    named = holders[-1] if len(holders) == 1 else f"{', '.join(holders[:-1])} and {holders[-1]}"
+    return (
+        f"the change to {', '.join(change.key for change in evidence)} was first observed by "
+        f"{named}, pending as well when it landed; which of the fires made it cannot be told "
+        "from the state (an application may make one change for two requests), so nothing "
+        "observed shows that this fire had any effect"
+    )
+
 
 FROM_EVIDENCE: Final = (
     " (Read back from the ledger: the session no longer holds this transition, so whether "

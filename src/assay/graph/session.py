@@ -10,6 +10,8 @@ A fire returns at once with its fire-time result. It then settles by one of four
 - neither: the handler's completion settles it, and its effect is unobservable.
 
 A handler that raises is a failure on every path. Elapsed time never settles anything.
+An observed change is credited to one fire only (``claims.py``): a fire whose evidence is a
+change another fire, pending as well, settled on first is unobservable, not worked.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ from assay.expr import compile_expression
 from assay.expr.contract import Contract, compile_contract
 from assay.expr.path import parse_path
 from assay.expr.predicate import Predicate
-from assay.graph.answers import answer, fire_result, waiting_on
+from assay.graph.answers import answer, fire_result, not_credited, waiting_on
 from assay.graph.binding import AllOf, ArgsPredicate, covers, fill, related
+from assay.graph.claims import Claims
 from assay.graph.declaration import (
     MAX_MILLISECONDS,
     ActionSpec,
@@ -85,6 +88,10 @@ _FLIGHTS: weakref.WeakKeyDictionary[Substrate, dict[str, tuple[str, str]]] = (
 """Single flight holds for the application, not for one session: every session on one
 substrate shares one map of single-flight action id to its holder (session id, transition
 id)."""
+
+_CLAIMS: weakref.WeakKeyDictionary[Substrate, Claims] = weakref.WeakKeyDictionary()
+"""Claims hold for the application too: every session on one substrate credits an observed
+change to at most one fire."""
 
 
 class Session:
@@ -146,6 +153,7 @@ class Session:
         # Single-flight action id -> its holder (session id, transition id), shared by every
         # session on this substrate: they act on one application.
         self.flights = _FLIGHTS.setdefault(substrate, {})
+        self.claims = _CLAIMS.setdefault(substrate, Claims())
         self.journeys: dict[str, Journey] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
         self.contracts: dict[str, Contract] = {}
@@ -305,6 +313,8 @@ class Session:
                 transition.already_true = check.conditions
         if not self._recorded_fire(transition):
             return self.result(transition)
+        if writes and predicate is not None:
+            self.claims.expect(transition)  # it checks, before it settles, whose change it saw
         timeout = verify_timeout_ms if verify_timeout_ms is not None else spec.verify_timeout_ms
         transition.verify_timeout_ms = timeout
         if transition.already_true is None and predicate is not None:
@@ -444,7 +454,7 @@ class Session:
         if transition.phase.terminal:
             return
         if transition.observed:
-            self._finish(transition, Phase.UNOBSERVABLE if transition.held_before else Phase.WORKED)
+            self._finish_observed(transition)
         elif transition.already_true is not None and isinstance(transition.predicate, AllOf):
             # The fire's own verify_expression is checked in addition to the declared contract.
             timeout = transition.verify_timeout_ms
@@ -452,13 +462,43 @@ class Session:
                 timeout = transition.spec.verify_timeout_ms
             self._spawn(self._verify(transition, transition.predicate, 0, timeout))
         elif transition.already_true is not None:
-            self._finish(transition, self._observed(transition))
+            if self._observe(transition):
+                self._finish_observed(transition)
+            else:
+                self._finish(transition, Phase.UNOBSERVABLE)
         elif transition.predicate is None and not transition.writes:
             self._finish(transition, Phase.UNOBSERVABLE)
 
-    def _observed(self, transition: Transition) -> Phase:
-        transition.commit = self._commit_bundle(transition, self.store.current)
-        return Phase.WORKED if transition.commit else Phase.UNOBSERVABLE
+    def _observe(self, transition: Transition) -> bool:
+        """Take ``transition``'s commit on the current state and credit it with the change,
+        unless other fires pending as well claimed all of it first; whether any declared
+        key changed."""
+        current = self.store.current
+        changes = self._changes(transition, current)
+        transition.commit = summarize_changes(changes, self.redaction)
+        if not changes:
+            return False
+        # Its evidence: the changes its contract reads (a send of m1 rests on m1's status,
+        # not on the count that a send of m2 moves too); all of them if it reads none.
+        read = (
+            [parse_path(key) for key in transition.predicate.keys] if transition.predicate else []
+        )
+        evidence = [c for c in changes if any(related(c.path, key) for key in read)] or changes
+        claims = self.claims.claimants(transition, self.id, current.version, evidence)
+        if claims:
+            transition.not_credited = not_credited(evidence, claims, self.id)
+        else:
+            self.claims.claim(transition, self.id, current.version, changes)
+        return True
+
+    def _finish_observed(self, transition: Transition) -> None:
+        """Settle a fire whose change was looked for: worked, unless its contract held before
+        it too with nothing declared changed, or the change is credited to another fire."""
+        if transition.not_credited is not None:
+            transition.error = transition.not_credited
+            self._finish(transition, Phase.UNOBSERVABLE)
+        else:
+            self._finish(transition, Phase.UNOBSERVABLE if transition.held_before else Phase.WORKED)
 
     async def _verify(
         self, transition: Transition, predicate: Predicate, settle_ms: int, timeout_ms: int
@@ -493,16 +533,14 @@ class Session:
             return
         transition.outcome = outcome
         if outcome.passed:
-            transition.commit = self._commit_bundle(transition, self.store.current)
+            changed = self._observe(transition)
             # A contract that held before the fire too, with no declared key changed, shows
             # nothing of what the action did: that is no evidence that it worked.
             transition.held_before = (
-                not transition.commit and predicate.check(transition.before.objects).result is True
+                not changed and predicate.check(transition.before.objects).result is True
             )
             if transition.handler_done:
-                self._finish(
-                    transition, Phase.UNOBSERVABLE if transition.held_before else Phase.WORKED
-                )
+                self._finish_observed(transition)
             else:
                 # A handler that raises is a failure even when the contract holds.
                 transition.waiting_on = "the handler to finish (the contract already holds)"
@@ -515,11 +553,12 @@ class Session:
         """Each changed path settles the earliest queued writes-only fire that declares it.
 
         One report can settle several fires when it touches keys different fires wait on,
-        but never two fires through the same changed path: FIFO order of firing decides.
+        but never two fires through the same changed path: FIFO order of firing decides in a
+        session; among the sessions on one substrate, the first to be told claims the path.
         """
         if not self.queue:
             return
-        unclaimed = list(paths)
+        unclaimed = [path for path in paths if self.claims.taken(path, snapshot.version) is None]
         for transition in list(self.queue):
             if not unclaimed:
                 return
@@ -532,18 +571,21 @@ class Session:
                 continue
             unclaimed = [path for path in unclaimed if path not in claimed]
             self.queue.remove(transition)
-            transition.commit = self._commit_bundle(transition, snapshot)
+            changes = self._changes(transition, snapshot)
+            transition.commit = summarize_changes(changes, self.redaction)
+            self.claims.claim(transition, self.id, snapshot.version, changes)
             if transition.handler_done:
                 self._finish(transition, Phase.WORKED)
             else:
                 transition.waiting_on = "the handler to finish (the state report landed)"
                 transition.observed = True
 
-    def _commit_bundle(self, transition: Transition, after: Snapshot) -> list[FieldChange]:
+    def _changes(self, transition: Transition, after: Snapshot) -> list[FieldChange]:
+        """The declared keys that changed from ``transition``'s fire to ``after``, raw (its
+        commit bundle once summarized)."""
         written = [parse_path(key) for key in transition.writes]
         changes = self.store.changes_between(transition.before, after)
-        mine = [c for c in changes if any(related(parse_path(c.key), w) for w in written)]
-        return summarize_changes(mine, self.redaction)
+        return [c for c in changes if any(related(c.path, w) for w in written)]
 
     def _record(self, kind: str, transition: Transition, body: dict[str, Any]) -> None:
         if self.evidence is not None:

@@ -54,6 +54,8 @@ class Transition:
     observed: bool = False  # the effect was established; settlement waits for the handler
     # The contract held, but it held before the fire too and no declared key changed.
     held_before: bool = False
+    # Why the change it rests on is credited to another fire, pending as well, instead.
+    not_credited: str | None = None
     verify_timeout_ms: int | None = None  # the fire's, else the action's
     handler_result: Any = None
     error: str | None = None
