@@ -345,10 +345,33 @@ def test_a_contract_that_held_before_the_fire_with_nothing_declared_changed_is_n
         assert repeated.why is not None
         assert repeated.why.startswith(
             "The contract holds, but it held before the action fired too, and none of the "
-            "keys the action declares writing changed: nothing observed shows that the "
-            "action had any effect. "
+            "keys it reads changed: nothing observed shows that the action had any effect. "
         )
         assert repeated.why.endswith(repeated.outcome.narrative)
+
+
+def test_a_contract_that_held_before_with_only_keys_it_does_not_read_changed_is_no_success() -> (
+    None
+):
+    # A repeated send of m1 while the count moved for another message (sent by something
+    # assay never fired) answered "worked" on the count's change: the contract, which reads
+    # only m1's status, held before the fire, and nothing it reads changed.
+    async def main(clock: VirtualClock) -> Any:
+        s = _outbox(clock, {"sent_count": 1, "sent": {"m1": {"status": "sent"}}, "online": True})
+        fired = s.fire("outbox.send", {"message_id": "m1"})
+        s.report({"sent_count": 2, "sent.m2.status": "sent"})  # not this fire's doing
+        await s.wait(fired.transition_id or "", 5)
+        return s.did_it_work(fired.transition_id or "")
+
+    again = run(main)
+    assert (again.answer, again.effect) == ("unobservable", "unobservable")
+    assert [change.key for change in again.commit] == ["sent_count"]
+    assert again.outcome is not None and again.outcome.passed is True
+    assert again.why is not None
+    assert again.why.startswith(
+        "The contract holds, but it held before the action fired too, and none of the keys "
+        "it reads changed: nothing observed shows that the action had any effect. "
+    )
 
 
 def test_a_pending_contract_names_the_keys_its_arguments_resolved() -> None:

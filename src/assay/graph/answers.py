@@ -71,8 +71,8 @@ def answer(
 
 
 HELD_BEFORE_WHY: Final = (
-    "The contract holds, but it held before the action fired too, and none of the keys the "
-    "action declares writing changed: nothing observed shows that the action had any effect."
+    "The contract holds, but it held before the action fired too, and none of the keys it "
+    "reads changed: nothing observed shows that the action had any effect."
 )
 
 

@@ -469,27 +469,29 @@ class Session:
         elif transition.predicate is None and not transition.writes:
             self._finish(transition, Phase.UNOBSERVABLE)
 
-    def _observe(self, transition: Transition) -> bool:
+    def _observe(self, transition: Transition) -> list[FieldChange]:
         """Take ``transition``'s commit on the current state and credit it with the change,
-        unless other fires pending as well claimed all of it first; whether any declared
-        key changed."""
+        unless other fires pending as well claimed all of it first; the changes its contract
+        reads, or every declared key's change when it reads none of them (empty: nothing
+        declared changed)."""
         current = self.store.current
         changes = self._changes(transition, current)
         transition.commit = summarize_changes(changes, self.redaction)
         if not changes:
-            return False
+            return []
         # Its evidence: the changes its contract reads (a send of m1 rests on m1's status,
         # not on the count that a send of m2 moves too); all of them if it reads none.
         read = (
             [parse_path(key) for key in transition.predicate.keys] if transition.predicate else []
         )
-        evidence = [c for c in changes if any(related(c.path, key) for key in read)] or changes
+        read_changes = [c for c in changes if any(related(c.path, key) for key in read)]
+        evidence = read_changes or changes
         claims = self.claims.claimants(transition, self.id, current.version, evidence)
         if claims:
             transition.not_credited = not_credited(evidence, claims, self.id)
         else:
             self.claims.claim(transition, self.id, current.version, changes)
-        return True
+        return read_changes if read else changes
 
     def _finish_observed(self, transition: Transition) -> None:
         """Settle a fire whose change was looked for: worked, unless its contract held before
@@ -533,11 +535,12 @@ class Session:
             return
         transition.outcome = outcome
         if outcome.passed:
-            changed = self._observe(transition)
-            # A contract that held before the fire too, with no declared key changed, shows
-            # nothing of what the action did: that is no evidence that it worked.
+            moved = self._observe(transition)
+            # A contract that held before the fire too, with none of the keys it reads changed
+            # (a repeated send of m1 while the count moved for m2), shows nothing of what the
+            # action did: that is no evidence that it worked.
             transition.held_before = (
-                not changed and predicate.check(transition.before.objects).result is True
+                not moved and predicate.check(transition.before.objects).result is True
             )
             if transition.handler_done:
                 self._finish_observed(transition)
