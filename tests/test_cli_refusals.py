@@ -37,13 +37,17 @@ def ledger_url(tmp_path: Path) -> str:
     return url
 
 
-def _tamper(url: str, seq: int, text: str) -> None:
+def _tamper(url: str, seq: int, text: str | None) -> None:
+    """Store ``text`` as entry ``seq``, or delete the entry when ``text`` is None."""
     with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
         for (name,) in connection.execute(
             "SELECT name FROM sqlite_master WHERE type = 'trigger'"
         ).fetchall():
             connection.execute(f'DROP TRIGGER "{name}"')
-        connection.execute("UPDATE ledger_entries SET entry = ? WHERE seq = ?", (text, seq))
+        if text is None:
+            connection.execute("DELETE FROM ledger_entries WHERE seq = ?", (seq,))
+        else:
+            connection.execute("UPDATE ledger_entries SET entry = ? WHERE seq = ?", (text, seq))
 
 
 def _stored(url: str, seq: int) -> str:
@@ -316,3 +320,21 @@ def test_an_export_skips_lines_of_only_whitespace_as_it_skips_empty_ones(
     path.write_text("\n".join([*lines[:2], "", " \t\r", *lines[2:], "   "]) + "\n")
     assert main(["ledger", "verify", "--export", str(path)]) == 0
     assert capsys.readouterr().out.startswith(f"OK {path}: 5 entries, chain and Merkle tree")
+
+
+@pytest.mark.parametrize("command", ["show", "prove"])
+def test_an_entry_deleted_from_the_middle_fails_the_ledger_naming_it(
+    ledger_url: str, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _tamper(ledger_url, 3, None)
+    assert main(["ledger", command, "3", "--ledger", ledger_url]) == 1
+    assert capsys.readouterr() == (
+        "",
+        f"assay ledger {command}: FAILED: entry 3: it is missing; the ledger fails its checks "
+        f"(`assay ledger verify --ledger {ledger_url}` finds everything that is wrong)\n",
+    )
+    # Beyond the last entry there is no entry to miss.
+    assert main(["ledger", "show", "6", "--ledger", ledger_url]) == 2
+    assert capsys.readouterr().err == (
+        f"assay ledger: error: there is no entry 6; the ledger {ledger_url} holds entries 1 to 5\n"
+    )

@@ -2,8 +2,9 @@
 Ledger.
 
 Exit 1 when the ledger fails its checks: ``verify`` finds a problem, or an entry another
-command reads cannot be read as the entry at its place (not JSON, not an entry's fields and
-types, its seq not its place). Exit 2 on a usage error, or a ledger that cannot be opened.
+command reads cannot be read as the entry at its place (missing, not JSON, not an entry's
+fields and types, its seq not its place). Exit 2 on a usage error, or a ledger that cannot be
+opened.
 """
 
 from __future__ import annotations
@@ -317,6 +318,11 @@ def run_show(args: argparse.Namespace) -> int:
             size, url = ledger.backend.size(), ledger.url
     except AssayError as error:
         return _failed(error, args)
+    if entry is None and 1 <= args.seq <= size:
+        # size is the last entry's seq: one below it was stored, and is gone.
+        missing = f"entry {args.seq} is missing from {url}"
+        gone = LedgerIntegrityError(missing, seq=args.seq, reason="missing", field="seq")
+        return _failed(gone, args)
     if entry is None:
         held = f"entries 1 to {size}" if size > 1 else "entry 1" if size else "no entries"
         return _fail(f"there is no entry {args.seq}; the ledger {url} holds {held}")
