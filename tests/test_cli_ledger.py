@@ -429,3 +429,42 @@ def test_a_ledger_another_user_is_writing_is_read_with_its_newest_entries(
         ledger.append("verdict", {"number": 2})
         tail = run("ledger", "tail", "-n", "1", "--ledger", url, prefix=AS_ANOTHER_USER)
         assert json.loads(tail.stdout)["body"] == {"number": 2}
+
+
+def test_a_ledger_signed_with_two_keys_verifies_given_both(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'evidence.db'}"
+    first, second, stranger = SigningKey.generate(), SigningKey.generate(), SigningKey.generate()
+    for name, key in (("first", first), ("second", second), ("stranger", stranger)):
+        (tmp_path / f"{name}.pem.pub").write_text(key.public_key_pem())
+    with open_ledger(url) as ledger:
+        ledger.append("fire", {"n": 1})
+        ledger.checkpoint(first)
+        ledger.append("fire", {"n": 2})
+        ledger.checkpoint(second)  # the signing key was replaced
+    (tmp_path / "ledger.jsonl").write_text(run("ledger", "export", "--ledger", url).stdout)
+
+    def verify(*names: str, export: bool = False) -> subprocess.CompletedProcess[str]:
+        keys = [arg for name in names for arg in ("--public-key", str(tmp_path / name))]
+        source = ["--export", str(tmp_path / "ledger.jsonl")] if export else ["--ledger", url]
+        return run("ledger", "verify", *keys, *source)
+
+    for export in (False, True):
+        both = verify("first.pem.pub", "second.pem.pub", export=export)
+        assert both.returncode == 0, both.stderr
+        assert both.stdout.rstrip().endswith("2 checkpoints, 2 signatures checked")
+    only_first = verify("first.pem.pub")
+    assert (only_first.returncode, only_first.stdout.splitlines()[0]) == (
+        1,
+        f"FAILED {url}: checkpoint 2: the checkpoint names signing key {second.key_id}, but the "
+        f"public key given is {first.key_id}; verify with the key that signed it",
+    )
+    only_second = verify("second.pem.pub")
+    assert only_second.returncode == 1
+    assert only_second.stdout.startswith(f"FAILED {url}: checkpoint 1: ")
+    wrong = verify("first.pem.pub", "stranger.pem.pub")
+    assert (wrong.returncode, wrong.stdout.splitlines()[0]) == (
+        1,
+        f"FAILED {url}: checkpoint 2: the checkpoint names signing key {second.key_id}, but none "
+        f"of the public keys given is it ({first.key_id}, {stranger.key_id}); give the key "
+        "that signed it as well",
+    )

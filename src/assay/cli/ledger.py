@@ -56,7 +56,13 @@ def register(commands: Any) -> None:
     actions = parser.add_subparsers(dest="ledger_command", metavar="ACTION", required=True)
     verify = actions.add_parser("verify", help="re-check the chain, the tree and checkpoints")
     add_ledger_option(verify)
-    verify.add_argument("--public-key", metavar="FILE", help="PEM key checkpoints are signed with")
+    verify.add_argument(
+        "--public-key",
+        metavar="FILE",
+        action="append",
+        help="a PEM public key checkpoints are signed with; give it once for each key, and "
+        "each checkpoint is checked against the key its key id names",
+    )
     verify.add_argument(
         "--export", metavar="FILE", help="verify a JSONL export instead ('-' for stdin)"
     )
@@ -191,28 +197,28 @@ def _entry_json(entry: Entry) -> str:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    from assay.ledger import verify_jsonl
+    from assay.ledger import verify_jsonl, verify_ledger
     from assay.ledger.proof import TreeHead
 
-    key = None
+    keys: list[bytes] = []
     trusted = None
     if args.trusted_head is not None:
         try:
             trusted = TreeHead.parse(args.trusted_head)
         except ProofError as error:
             return _fail(f"--trusted-head: {error}")
-    if args.public_key is not None:
+    for path in args.public_key or ():
         try:
-            with open(args.public_key, "rb") as handle:
-                key = handle.read()
+            with open(path, "rb") as handle:
+                keys.append(handle.read())
         except OSError as error:
-            return _fail(f"cannot read the public key {args.public_key!r}: {error.strerror}")
+            return _fail(f"cannot read the public key {path!r}: {error.strerror}")
     try:
         if args.export == "-":
             lines = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
             with closing(TerminalProgress("verified", None)) as progress:
                 report = verify_jsonl(
-                    lines, key, source="stdin", trusted=trusted, progress=progress
+                    lines, keys, source="stdin", trusted=trusted, progress=progress
                 )
         elif args.export is not None:
             with (
@@ -220,14 +226,14 @@ def run_verify(args: argparse.Namespace) -> int:
                 closing(TerminalProgress("verified", None)) as progress,
             ):
                 report = verify_jsonl(
-                    handle, key, source=args.export, trusted=trusted, progress=progress
+                    handle, keys, source=args.export, trusted=trusted, progress=progress
                 )
         else:
             with (
                 _open(args) as ledger,
                 closing(TerminalProgress("verified", ledger.backend.size())) as progress,
             ):
-                report = ledger.verify(key, trusted=trusted, progress=progress)
+                report = verify_ledger(ledger.backend, keys, trusted=trusted, progress=progress)
     except OSError as error:
         return _fail(f"cannot read {args.export!r}: {error.strerror}")
     except AssayError as error:

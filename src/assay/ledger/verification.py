@@ -4,10 +4,11 @@
 with no gap, each entry is exactly the canonical JSON of a well-formed entry whose hash
 recomputes, each column agrees with the entry, each ``prev_hash`` is the previous hash, and
 every checkpoint is well formed, covers no more entries than are stored, holds the Merkle
-root of the entries it covers and (given the public key) carries a valid signature. The
-report names the first thing that is wrong. ``export_jsonl`` writes a ledger as JSON lines
-and ``verify_jsonl`` runs the same checks on such a file, offline. ``read_entries`` reads
-entries for showing them, checking only that each can be read as the entry at its place.
+root of the entries it covers and (given public keys) carries a valid signature by the key
+its ``key_id`` names. The report names the first thing that is wrong. ``export_jsonl``
+writes a ledger as JSON lines and ``verify_jsonl`` runs the same checks on such a file,
+offline. ``read_entries`` reads entries for showing them, checking only that each can be read
+as the entry at its place.
 
 A ledger that verifies may still have lost its last entries, or be an older copy: every prefix
 of a ledger is itself a ledger that verifies. Given a ``trusted`` tree head (a size and root
@@ -28,7 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from assay.errors import CheckpointError, LedgerIntegrityError
 from assay.ledger.backend import BATCH, LedgerBackend, StoredCheckpoint, StoredRow
-from assay.ledger.checkpoint import load_public_key, verify_checkpoint
+from assay.ledger.checkpoint import key_id, load_public_key, verify_checkpoint
 from assay.ledger.entry import (
     GENESIS_HASH,
     Entry,
@@ -41,6 +42,10 @@ from assay.ledger.proof import TreeHead
 
 PublicKey = Ed25519PublicKey | bytes | str
 """An Ed25519 public key, or its PEM text."""
+
+PublicKeys = PublicKey | Iterable[PublicKey]
+"""One public key, or several: a ledger whose signing key was replaced holds checkpoints
+signed by each, and each checkpoint is checked against the key its ``key_id`` names."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,17 +125,18 @@ PROGRESS_EVERY = 1024
 
 def verify_ledger(
     backend: LedgerBackend,
-    public_key: PublicKey | None = None,
+    public_key: PublicKeys | None = None,
     *,
     trusted: TreeHead | None = None,
     progress: Progress | None = None,
 ) -> LedgerReport:
-    """Re-read and re-check everything ``backend`` stores; see the module's docstring."""
+    """Re-read and re-check everything ``backend`` stores; see the module's docstring.
+    ``public_key`` is a key or several; without one, signatures are not checked."""
     return _verify(
         backend.url,
         backend.stored_rows(),
         backend.stored_checkpoints,
-        _key(public_key),
+        _keys(public_key),
         trusted=trusted,
         progress=progress,
     )
@@ -215,7 +221,7 @@ def export_jsonl(backend: LedgerBackend, file: IO[str], *, progress: Progress | 
 
 def verify_jsonl(
     lines: Iterable[str],
-    public_key: PublicKey | None = None,
+    public_key: PublicKeys | None = None,
     *,
     source: str = "export",
     trusted: TreeHead | None = None,
@@ -236,7 +242,7 @@ def verify_jsonl(
         elif text.strip(_JSON_WHITESPACE):
             rows.append(StoredRow(len(rows) + 1, text.encode("utf-8", "surrogateescape"), {}))
     return _verify(
-        source, rows, lambda: checkpoints, _key(public_key), trusted=trusted, progress=progress
+        source, rows, lambda: checkpoints, _keys(public_key), trusted=trusted, progress=progress
     )
 
 
@@ -255,10 +261,13 @@ def _checkpoint_line(text: str) -> dict[str, object] | None:
     return dict(fields) if isinstance(fields, dict) else {}
 
 
-def _key(public_key: PublicKey | None) -> Ed25519PublicKey | None:
-    if public_key is None or isinstance(public_key, Ed25519PublicKey):
-        return public_key
-    return load_public_key(public_key)
+def _keys(public_key: PublicKeys | None) -> dict[str, Ed25519PublicKey]:
+    """The keys given, by key id."""
+    if public_key is None:
+        return {}
+    given = [public_key] if isinstance(public_key, Ed25519PublicKey | bytes | str) else public_key
+    keys = [key if isinstance(key, Ed25519PublicKey) else load_public_key(key) for key in given]
+    return {key_id(key): key for key in keys}
 
 
 class _FirstProblemError(Exception):
@@ -270,7 +279,7 @@ def _verify(
     source: str,
     rows: Iterable[StoredRow],
     stored_checkpoints: Callable[[], Iterable[StoredCheckpoint]],
-    public_key: Ed25519PublicKey | None,
+    public_keys: dict[str, Ed25519PublicKey],
     *,
     trusted: TreeHead | None,
     progress: Progress | None,
@@ -282,7 +291,7 @@ def _verify(
     try:
         _check_entries(rows, tree, progress)
         for stored in checkpoints:
-            signatures += _check_checkpoint(stored, tree, public_key)
+            signatures += _check_checkpoint(stored, tree, public_keys)
             checked += 1
         if trusted is not None:
             _check_extends(trusted, tree)
@@ -389,9 +398,10 @@ def _check_head(
 
 
 def _check_checkpoint(
-    stored: StoredCheckpoint, tree: MerkleTree, public_key: Ed25519PublicKey | None
+    stored: StoredCheckpoint, tree: MerkleTree, public_keys: dict[str, Ed25519PublicKey]
 ) -> int:
-    """Check one checkpoint against the verified tree; 1 when its signature was checked."""
+    """Check one checkpoint against the verified tree, and its signature against the key it
+    names when keys are given; 1 when its signature was checked."""
     number = stored.number
     try:
         checkpoint = stored.checkpoint()
@@ -400,10 +410,18 @@ def _check_checkpoint(
         raise _FirstProblemError(LedgerProblem(None, error.field, reason, number)) from None
     head = TreeHead(checkpoint.size, checkpoint.root)
     _check_head(head, tree, name=f"checkpoint {number}", checkpoint=number)
-    if public_key is None:
+    if not public_keys:
         return 0
+    public_key = public_keys.get(checkpoint.key_id)
+    if public_key is None and len(public_keys) > 1:
+        reason = (
+            f"the checkpoint names signing key {checkpoint.key_id}, but none of the public keys "
+            f"given is it ({', '.join(public_keys)}); give the key that signed it as well"
+        )
+        raise _FirstProblemError(LedgerProblem(None, "key_id", reason, number))
     try:
-        verify_checkpoint(checkpoint, public_key)
+        # With one key that is not the one named, verify_checkpoint says which was given.
+        verify_checkpoint(checkpoint, public_key or next(iter(public_keys.values())))
     except CheckpointError as error:
         raise _FirstProblemError(LedgerProblem(None, error.field, str(error), number)) from None
     return 1

@@ -1,0 +1,73 @@
+"""verify_ledger and verify_jsonl check each checkpoint against the public key it names."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from assay.ledger import SigningKey, export_jsonl, verify_jsonl, verify_ledger
+from assay.ledger.memory import MemoryBackend
+from assay.ledger.url import open_ledger
+
+
+@pytest.fixture
+def keys() -> tuple[SigningKey, SigningKey]:
+    return SigningKey.generate(), SigningKey.generate()
+
+
+def _signed_by_each(keys: tuple[SigningKey, SigningKey]) -> MemoryBackend:
+    ledger = open_ledger("memory:")
+    for key in keys:
+        ledger.append("fire", {"signed by": key.key_id})
+        ledger.checkpoint(key)
+    backend = ledger.backend
+    assert isinstance(backend, MemoryBackend)
+    return backend
+
+
+def test_each_checkpoint_is_checked_against_the_key_it_names(
+    keys: tuple[SigningKey, SigningKey],
+) -> None:
+    backend = _signed_by_each(keys)
+    exported = io.StringIO()
+    export_jsonl(backend, exported)
+    lines = exported.getvalue().splitlines(keepends=True)
+    first, second = keys
+    given = [
+        [first.public_key, second.public_key],
+        (second.public_key_pem(), first.public_key_pem().encode()),  # any order, any form
+        iter([first.public_key, second.public_key, first.public_key]),
+    ]
+    for public_keys in given:
+        report = verify_ledger(backend, public_keys)
+        assert (report.ok, report.checkpoints, report.signatures) == (True, 2, 2)
+    assert verify_jsonl(lines, [first.public_key, second.public_key]).signatures == 2
+    # One key, as before: the checkpoint the other signed names the key it needs.
+    problem = verify_ledger(backend, first.public_key).problem
+    assert problem is not None
+    assert (problem.checkpoint, problem.field, problem.reason) == (
+        2,
+        "key_id",
+        f"the checkpoint names signing key {second.key_id}, but the public key given is "
+        f"{first.key_id}; verify with the key that signed it",
+    )
+    # No keys, as no key: signatures are not checked.
+    unsigned = verify_ledger(backend, [])
+    assert (unsigned.ok, unsigned.signatures) == (True, 0)
+
+
+def test_a_checkpoint_naming_none_of_the_keys_names_its_key_and_the_keys_given(
+    keys: tuple[SigningKey, SigningKey],
+) -> None:
+    backend = _signed_by_each(keys)
+    first, second = keys
+    stranger = SigningKey.generate()
+    report = verify_ledger(backend, [first.public_key, stranger.public_key])
+    assert report.problem is not None
+    assert (report.checkpoints, report.signatures) == (1, 1)
+    assert str(report.problem) == (
+        f"checkpoint 2: the checkpoint names signing key {second.key_id}, but none of the "
+        f"public keys given is it ({first.key_id}, {stranger.key_id}); give the key that "
+        "signed it as well"
+    )
