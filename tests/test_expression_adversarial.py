@@ -39,7 +39,9 @@ def test_hostile_expression_is_contained(case: Case) -> None:
     assert state == before
 
 
-ALLOWED_NAME = __import__("re").compile(r"\A(state|_[a-zA-Z_]+\d*|type|len|enumerate|append)\Z")
+ALLOWED_NAME = __import__("re").compile(
+    r"\A(state|_[a-zA-Z_]+\d*|type|len|enumerate|append|steps)\Z"
+)
 HOSTILE = [
     "a.__class__.__bases__",
     "a['__globals__']['os']",
@@ -50,6 +52,7 @@ HOSTILE = [
     "items.map(__class__ => __class__.__dict__)",
     "items.filter(exec => exec.eval)",
     "'\\u0000' + a['\\n\\\\']",
+    "items.some(__dict__ => __dict__ == [__dict__] + __import__)",
 ]
 
 
@@ -64,7 +67,11 @@ def code_objects(code: types.CodeType) -> list[types.CodeType]:
 @pytest.mark.parametrize("source", HOSTILE)
 def test_expression_text_reaches_code_only_as_constants(source: str) -> None:
     expression = compile_expression(source)
-    for function in (expression.evaluate, expression.test):
+    functions = [expression.evaluate, expression.test]
+    metered = expression.evaluate.__globals__.get("_metered_evaluate")
+    if metered is not None:  # what an evaluation that converts an array runs instead
+        functions.extend(metered.__self__.compiled())
+    for function in functions:
         assert isinstance(function, types.FunctionType)
         for code in code_objects(function.__code__):
             for name in (*code.co_names, *code.co_varnames, *code.co_freevars, *code.co_cellvars):
@@ -235,3 +242,132 @@ def test_object_keys_values_and_entries_count_their_elements_in_callbacks(source
     with pytest.raises(ExpressionLimitError) as caught:
         compile_expression(source).evaluate(state)
     assert caught.value.limit == "max_steps"
+
+
+STEPS_EXCEEDED = (
+    "evaluation exceeded 500000 steps (max_steps); array callbacks, the strings and arrays "
+    "they scan, and every array converted to a string count toward it"
+)
+NULLS = [None] * 10_000  # an empty string each: 10,000 elements to visit, 9,999 commas
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "a.map(x => b == '')",
+        "a.map(x => x == b)",
+        "a.map(x => b != 0)",
+        "a.map(x => String(b))",
+        "a.map(x => b.join())",
+        "a.map(x => b + '')",
+        "a.map(x => b < '')",
+        "a.map(x => b - 1)",
+        "a.map(x => -b)",
+        "a.map(x => Number(b))",
+        "a.map(x => Math.max(b))",
+        "a.map(x => isNaN(b))",
+        "a.map(x => 'x'.includes(b))",
+        "a.map(x => 'x'.slice(b))",
+        "a.map(x => o[b])",
+        "a.map(x => b in o)",
+        "a.map(x => [b].join())",
+        "a.some(x => String(b) == 'x')",
+        pytest.param(" || ".join(["b == 'x'"] * 60), id="60 conversions outside callbacks"),
+    ],
+)
+def test_arrays_converted_to_strings_spend_the_step_budget(source: str) -> None:
+    # 60 conversions of 10,000 elements: within the string limit each time, 600,000 steps.
+    state = {"a": list(range(60)), "b": NULLS, "o": {}}
+    with pytest.raises(ExpressionLimitError) as caught:
+        compile_expression(source).evaluate(state)
+    assert (caught.value.limit, caught.value.bound) == ("max_steps", 500_000)
+    assert str(caught.value) == STEPS_EXCEEDED
+
+
+def test_conversions_and_callbacks_spend_one_budget() -> None:
+    # The callback costs 3 steps per element (x >= 0), the conversion 8,000 elements plus
+    # 7,999 commas by 16: each fits in 10,000 steps, the two together do not.
+    state = {"a": list(range(1_000)), "b": [None] * 8_000}
+    limits = Limits(max_steps=10_000)
+    callbacks = "a.filter(x => x >= 0).length"
+    conversion = "String(b).length"
+    assert compile_expression(callbacks, limits=limits).evaluate(state) == 1_000
+    assert compile_expression(conversion, limits=limits).evaluate(state) == 7_999
+    for source in (f"{callbacks} + {conversion}", f"{conversion} + {callbacks}"):
+        with pytest.raises(ExpressionLimitError) as caught:
+            compile_expression(source, limits=limits).evaluate(state)
+        assert (caught.value.limit, caught.value.bound) == ("max_steps", 10_000)
+
+
+def test_a_conversion_stops_before_it_walks_more_elements_than_steps_are_left() -> None:
+    state = {"b": [None] * 2_000}
+    with pytest.raises(ExpressionLimitError) as caught:
+        compile_expression("String(b)", limits=Limits(max_steps=1_000)).evaluate(state)
+    assert str(caught.value) == (
+        "evaluation exceeded 1000 steps (max_steps); array callbacks, the strings and arrays "
+        "they scan, and every array converted to a string count toward it"
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "value"),
+    [
+        ("a.filter(x => x > 1).length + [a, [b]] + ''", "21,2,3,"),
+        ("a.map(x => [x, [x]]).join(';')", "1,1;2,2;3,3"),
+        ("a.some(x => x == '2') && b == ''", True),
+        ("a.find(x => [x] == '3')", 3),
+        ("a.map(x => b + x).length > 2 ? String(a) : 'no'", "1,2,3"),
+    ],
+)
+def test_an_evaluation_that_converts_arrays_has_the_value_javascript_gives(
+    source: str, value: Any
+) -> None:
+    state = {"a": [1, 2, 3], "b": []}
+    expression = compile_expression(source)
+    assert expression.evaluate(state) == value
+    assert expression.test(state) is bool(value)
+
+
+def nested(depth: int) -> list[Any]:
+    array: list[Any] = []
+    for _ in range(depth):
+        array = [array]
+    return array
+
+
+def test_an_array_or_object_is_looked_for_by_identity_never_by_its_contents() -> None:
+    # Equal-looking but distinct: Python's == would recurse through all 5,000 levels.
+    deep, twin = nested(5_000), nested(5_000)
+    state = {"a": [twin, deep], "b": deep, "o": [{"k": twin}], "p": {"k": deep}}
+    cases = {
+        "a.indexOf(b)": 1,
+        "a.indexOf(b, 1)": 1,
+        "a.indexOf(a[0], 1)": -1,
+        "a.includes(b)": True,
+        "a.includes(b, -1)": True,
+        "a.includes(a[0], 1)": False,
+        "o.includes(p)": False,
+        "o.indexOf(o[0])": 0,
+    }
+    for source, value in cases.items():
+        assert compile_expression(source).evaluate(state) == value, source
+
+
+@pytest.mark.parametrize(
+    ("source", "length"),
+    [
+        ("s.toUpperCase()", 12),  # 'ß' is 'SS'
+        ("t.toUpperCase()", 18),  # 'ΐ' is three characters
+        ("u.toLowerCase()", 12),  # 'İ' is 'i' and a combining dot
+    ],
+)
+def test_a_case_change_that_grows_a_string_obeys_the_string_limit(source: str, length: int) -> None:
+    state = {"s": "ß" * 6, "t": "ΐ" * 6, "u": "İ" * 6}
+    limits = Limits(max_string_length=10)
+    with pytest.raises(ExpressionLimitError) as caught:
+        compile_expression(source, limits=limits).evaluate(state)
+    assert (caught.value.limit, caught.value.bound) == ("max_string_length", 10)
+    assert str(caught.value) == (
+        f"a string of {length} characters exceeds the limit of 10 (max_string_length)"
+    )
+    assert len(compile_expression(source).evaluate(state)) == length

@@ -178,8 +178,8 @@ class ChainCompiler(Emitter):
                         obj.expr,
                         key.expr,
                         ast.Constant(text),
-                        self.max_string,
                         ast.Constant(key_text),
+                        self.meter,
                     )
                 )
             else:
@@ -229,7 +229,7 @@ class ChainCompiler(Emitter):
             ast.Constant(name),
             arg_tuple,
             ast.Constant(text),
-            self.max_string,
+            self.meter,
         )
         kind = "bool" if name in _BOOLEAN_METHODS else "any"
         if (

@@ -9,7 +9,8 @@ Each node compiles to statements plus a small result expression (A-normal form):
 chains become one ``try`` block of plain subscripts with a JavaScript-exact fallback, ``&&``
 and ``?:`` become ``if`` statements, and array callbacks become inline ``for`` loops, so the
 common paths run at close to hand-written speed. Work inside callbacks is charged to a step
-budget, which bounds the only multiplicative cost the language has.
+budget, which bounds the only multiplicative cost the language has; so is every conversion of
+an array to a string, which walks the array in Python (see ``CodeGenerator.compile``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 from assay.expr import pyast as py
 from assay.expr.chains import ChainCompiler
 from assay.expr.emitter import Value
+from assay.expr.limits import Limits
 from assay.expr.runtime import namespace
 from assay.expr.syntax import (
     ArrayLiteral,
@@ -43,16 +45,21 @@ class CodeGenerator(ChainCompiler):
     """Generates the two functions of an expression: ``evaluate(state)`` and ``test(state)``."""
 
     def compile(self, root: Node) -> tuple[Callable[[Any], Any], Callable[[Any], bool]]:
-        """The compiled ``evaluate`` and ``test`` functions for ``root``."""
-        result = self.value(root)
-        body = self.block
-        prologue: list[ast.stmt] = []
-        if self.uses_steps:
-            prologue.append(ast.Assign([py.store("_steps")], ast.Constant(self.limits.max_steps)))
-        verdict = result.expr if result.kind == "bool" else self.truthy(result)
+        """The compiled ``evaluate`` and ``test`` functions for ``root``.
+
+        Most evaluations convert no array to a string, and they run code whose helpers get the
+        meter that meters nothing. The first conversion stops that code (``MeterNeededError``)
+        and the evaluation starts again in metered code, compiled when first needed, whose
+        helpers and callbacks all spend one meter's steps. Evaluation has no side effects, so
+        starting again is safe; the work done twice is at most the step budget.
+        """
+        evaluate, test = self.bodies(root)
+        if self.uses_meter and not self.metered:
+            evaluate = self.fall_back(evaluate, "_metered_evaluate")
+            test = self.fall_back(test, "_metered_test")
         functions: list[ast.stmt] = [
-            self.function("evaluate", [*prologue, *body, ast.Return(result.expr)]),
-            self.function("test", [*prologue, *body, ast.Return(verdict)]),
+            self.function("evaluate", evaluate),
+            self.function("test", test),
         ]
         module = ast.fix_missing_locations(ast.Module(functions, type_ignores=[]))
         with warnings.catch_warnings():
@@ -60,8 +67,46 @@ class CodeGenerator(ChainCompiler):
             warnings.simplefilter("ignore", SyntaxWarning)
             code = compile(module, "<assay expression>", "exec")
         scope = namespace(self.limits)
+        if self.uses_meter and not self.metered:
+            metered = _MeteredCode(self.source, self.limits, root)
+            scope["_metered_evaluate"] = metered.evaluate
+            scope["_metered_test"] = metered.test
         exec(code, scope)
         return scope["evaluate"], scope["test"]
+
+    def bodies(self, root: Node) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """The statements of ``evaluate`` and of ``test``."""
+        result = self.value(root)
+        prologue: list[ast.stmt] = []
+        if self.metered:
+            limits = self.limits
+            meter = py.call(
+                "_Meter",
+                ast.Constant(limits.max_string_length),
+                ast.Constant(limits.max_steps),
+                ast.Constant(limits.max_steps),
+            )
+            prologue.append(ast.Assign([py.store("_m")], meter))
+        elif self.uses_steps:
+            prologue.append(ast.Assign([py.store("_steps")], ast.Constant(self.limits.max_steps)))
+        verdict = result.expr if result.kind == "bool" else self.truthy(result)
+        return (
+            [*prologue, *self.block, ast.Return(result.expr)],
+            [*prologue, *self.block, ast.Return(verdict)],
+        )
+
+    @staticmethod
+    def fall_back(body: list[ast.stmt], metered: str) -> list[ast.stmt]:
+        """``body``, unless it converts an array: then the ``metered`` function instead."""
+        return [
+            ast.Try(
+                body=body,
+                handlers=[ast.ExceptHandler(py.name("_MeterNeeded"), None, [ast.Pass()])],
+                orelse=[],
+                finalbody=[],
+            ),
+            ast.Return(py.call(metered, py.name("state"))),
+        ]
 
     @staticmethod
     def function(name: str, body: list[ast.stmt]) -> ast.FunctionDef:
@@ -128,7 +173,7 @@ class CodeGenerator(ChainCompiler):
         )
         args = [self.atom(self.value(arg)).expr for arg in node.args]
         function = f"_g_{qualified.replace('.', '_')}"
-        result = self.atom(Value(py.call(function, self.max_string, *args)))
+        result = self.atom(Value(py.call(function, self.meter, *args)))
         if qualified in _PRODUCERS:
             # Their arrays are built in Python, element by element: an entry is three values.
             self.charge_elements(result.expr, _PRODUCERS[qualified])
@@ -150,7 +195,7 @@ class CodeGenerator(ChainCompiler):
         if node.op == "typeof":
             return Value(py.call("_typeof", operand.expr), "string")
         function = "_neg" if node.op == "-" else "_pos"
-        return Value(py.call(function, operand.expr, self.max_string), "number")
+        return Value(py.call(function, operand.expr, self.meter), "number")
 
     def binary(self, node: Binary) -> Value:
         left = self.atom(self.value(node.left))
@@ -164,15 +209,13 @@ class CodeGenerator(ChainCompiler):
             return self.relational(op, left, right)
         if op == "in":
             text = ast.Constant(self.text(node.right))
-            return Value(
-                py.call("_has_property", left.expr, right.expr, text, self.max_string), "bool"
-            )
+            return Value(py.call("_has_property", left.expr, right.expr, text, self.meter), "bool")
         if op == "+":
-            result = self.atom(Value(py.call("_add", left.expr, right.expr, self.max_string)))
+            result = self.atom(Value(py.call("_add", left.expr, right.expr, self.meter)))
             self.charge_cost(result.expr)
             return result
         function = {"-": "_sub", "*": "_mul", "/": "_div", "%": "_mod"}[op]
-        return Value(py.call(function, left.expr, right.expr, self.max_string), "number")
+        return Value(py.call(function, left.expr, right.expr, self.meter), "number")
 
     @staticmethod
     def negated(value: Value, negate: bool) -> Value:
@@ -214,7 +257,7 @@ class CodeGenerator(ChainCompiler):
             if not isinstance(other.expr, ast.Constant):
                 continue
             constant = other.expr.value
-            generic = py.call("_loose_eq", subject.expr, other.expr, self.max_string)
+            generic = py.call("_loose_eq", subject.expr, other.expr, self.meter)
             if type(constant) is str:
                 return Value(
                     ast.IfExp(
@@ -233,12 +276,12 @@ class CodeGenerator(ChainCompiler):
                     ast.IfExp(plain, py.compare(subject.expr, ast.Eq(), other.expr), generic),
                     "bool",
                 )
-        return Value(py.call("_loose_eq", left.expr, right.expr, self.max_string), "bool")
+        return Value(py.call("_loose_eq", left.expr, right.expr, self.meter), "bool")
 
     def relational(self, op: str, left: Value, right: Value) -> Value:
         function = {"<": "_lt", ">": "_gt", "<=": "_le", ">=": "_ge"}[op]
         python_op: ast.cmpop = {"<": ast.Lt(), ">": ast.Gt(), "<=": ast.LtE(), ">=": ast.GtE()}[op]
-        generic = py.call(function, left.expr, right.expr, self.max_string)
+        generic = py.call(function, left.expr, right.expr, self.meter)
         for subject, other in ((left, right), (right, left)):
             if (
                 isinstance(other.expr, ast.Constant)
@@ -289,6 +332,31 @@ class CodeGenerator(ChainCompiler):
 
 
 _PRODUCERS = {"Object.keys": 1, "Object.values": 1, "Object.entries": 3}
+
+
+class _MeteredCode:
+    """An expression's metered ``evaluate`` and ``test``, compiled when first called."""
+
+    __slots__ = ("functions", "limits", "root", "source")
+
+    def __init__(self, source: str, limits: Limits, root: Node) -> None:
+        self.source = source
+        self.limits = limits
+        self.root = root
+        self.functions: tuple[Callable[[Any], Any], Callable[[Any], bool]] | None = None
+
+    def compiled(self) -> tuple[Callable[[Any], Any], Callable[[Any], bool]]:
+        # Two threads may both compile at first; either result serves.
+        if self.functions is None:
+            generator = CodeGenerator(self.source, self.limits, metered=True)
+            self.functions = generator.compile(self.root)
+        return self.functions
+
+    def evaluate(self, state: Any) -> Any:
+        return self.compiled()[0](state)
+
+    def test(self, state: Any) -> bool:
+        return self.compiled()[1](state)
 
 
 def _is_number_constant(value: Any) -> bool:

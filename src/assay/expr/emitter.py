@@ -29,9 +29,14 @@ class Value:
 class Emitter:
     """The mechanics of A-normal-form generation: blocks, fresh names, budgets, scopes."""
 
-    def __init__(self, source: str, limits: Limits) -> None:
+    def __init__(self, source: str, limits: Limits, *, metered: bool = False) -> None:
         self.source = source
         self.limits = limits
+        # Whether this is the metered code: its meter (``_m``) holds the step budget. The
+        # code that runs first counts steps in ``_steps`` and passes the meter that meters
+        # nothing (``_M0``).
+        self.metered = metered
+        self.uses_meter = False
         self.counter = 0
         self.block: list[ast.stmt] = []
         self.scopes: list[dict[str, str]] = []
@@ -96,19 +101,30 @@ class Emitter:
     def charge(self, amount: ast.expr) -> None:
         """Subtract ``amount`` from the step budget and stop when it runs out."""
         self.uses_steps = True
-        self.emit(ast.AugAssign(py.store("_steps"), ast.Sub(), amount))
+        steps: ast.expr = py.name("_steps")
+        target: ast.Name | ast.Attribute = py.store("_steps")
+        if self.metered:
+            steps = ast.Attribute(py.name("_m"), "steps", ast.Load())
+            target = ast.Attribute(py.name("_m"), "steps", ast.Store())
+        self.emit(ast.AugAssign(target, ast.Sub(), amount))
         self.emit(
             ast.If(
-                py.compare(py.name("_steps"), ast.Lt(), ast.Constant(0)),
+                py.compare(steps, ast.Lt(), ast.Constant(0)),
                 [ast.Expr(py.call("_exceeded"))],
                 [],
             )
         )
 
     @property
-    def max_string(self) -> ast.Constant:
-        """``max_string_length``, as the argument of the helpers that may produce strings."""
-        return ast.Constant(self.limits.max_string_length)
+    def meter(self) -> ast.Name:
+        """The last argument of the helpers that may convert arrays (the first of globals).
+
+        It bounds the strings they produce and is charged the work of converting arrays: in
+        the code that runs first, the shared meter that meters nothing (``_M0``), so that a
+        conversion stops that code; in the code that runs then, the evaluation's meter.
+        """
+        self.uses_meter = True
+        return py.name("_m" if self.metered else "_M0")
 
     def charge_elements(self, value: ast.expr, weight: int) -> None:
         """Inside callbacks, charge ``weight`` steps per element of an array built in Python."""

@@ -2,7 +2,8 @@
 
 Expressions reach them only as callees (``Math.max(a, b)``, ``Number(x)``); a state key with
 a global's name shadows it. ``NaN`` and ``Infinity`` are the only global values. Each takes
-``max_string`` first, the bound on the strings it may produce or convert arrays to.
+``meter`` first: it bounds the strings a function may produce or convert arrays to, and is
+charged the work of converting them.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from assay.errors import ExpressionEvaluationError
+from assay.expr.limits import Meter
 from assay.expr.methods import argument
 from assay.expr.strings import to_units, utf16_length
 from assay.expr.values import (
@@ -29,7 +31,7 @@ from assay.expr.values import (
 )
 
 
-def object_keys(max_string: int, *args: Any) -> list[Any]:
+def object_keys(meter: Meter, *args: Any) -> list[Any]:
     """``Object.keys(value)``."""
     value = argument(args, 0)
     t = type(value)
@@ -43,7 +45,7 @@ def object_keys(max_string: int, *args: Any) -> list[Any]:
     return []
 
 
-def object_values(max_string: int, *args: Any) -> list[Any]:
+def object_values(meter: Meter, *args: Any) -> list[Any]:
     """``Object.values(value)``."""
     value = argument(args, 0)
     t = type(value)
@@ -57,7 +59,7 @@ def object_values(max_string: int, *args: Any) -> list[Any]:
     return []
 
 
-def object_entries(max_string: int, *args: Any) -> list[Any]:
+def object_entries(meter: Meter, *args: Any) -> list[Any]:
     """``Object.entries(value)``: ``[key, value]`` pairs."""
     value = argument(args, 0)
     t = type(value)
@@ -80,27 +82,27 @@ def _require_object_coercible(value: Any, function: str) -> None:
         raise unsupported(value)
 
 
-def math_abs(max_string: int, *args: Any) -> float | int:
-    return abs(to_number(argument(args, 0), max_string))
+def math_abs(meter: Meter, *args: Any) -> float | int:
+    return abs(to_number(argument(args, 0), meter))
 
 
-def math_floor(max_string: int, *args: Any) -> float:
-    x = to_double(argument(args, 0), max_string)
+def math_floor(meter: Meter, *args: Any) -> float:
+    x = to_double(argument(args, 0), meter)
     if x != x or x in (INF, -INF) or x == 0:
         return x
     return float(math.floor(x))
 
 
-def math_ceil(max_string: int, *args: Any) -> float:
-    x = to_double(argument(args, 0), max_string)
+def math_ceil(meter: Meter, *args: Any) -> float:
+    x = to_double(argument(args, 0), meter)
     if x != x or x in (INF, -INF) or x == 0:
         return x
     result = float(math.ceil(x))
     return -0.0 if result == 0 else result
 
 
-def math_round(max_string: int, *args: Any) -> float:
-    x = to_double(argument(args, 0), max_string)
+def math_round(meter: Meter, *args: Any) -> float:
+    x = to_double(argument(args, 0), meter)
     if x != x or x in (INF, -INF) or x == 0:
         return x
     if -0.5 <= x < 0:
@@ -109,8 +111,8 @@ def math_round(max_string: int, *args: Any) -> float:
     return float(floor + 1 if x - floor >= 0.5 else floor)
 
 
-def math_max(max_string: int, *args: Any) -> float | int:
-    numbers = [to_number(arg, max_string) for arg in args]
+def math_max(meter: Meter, *args: Any) -> float | int:
+    numbers = [to_number(arg, meter) for arg in args]
     result: float | int = -INF
     for number in numbers:
         if number != number:
@@ -120,8 +122,8 @@ def math_max(max_string: int, *args: Any) -> float | int:
     return result
 
 
-def math_min(max_string: int, *args: Any) -> float | int:
-    numbers = [to_number(arg, max_string) for arg in args]
+def math_min(meter: Meter, *args: Any) -> float | int:
+    numbers = [to_number(arg, meter) for arg in args]
     result: float | int = INF
     for number in numbers:
         if number != number:
@@ -131,7 +133,7 @@ def math_min(max_string: int, *args: Any) -> float | int:
     return result
 
 
-def number_is_integer(max_string: int, *args: Any) -> bool:
+def number_is_integer(meter: Meter, *args: Any) -> bool:
     x = argument(args, 0)
     t = type(x)
     if t is int:
@@ -139,24 +141,24 @@ def number_is_integer(max_string: int, *args: Any) -> bool:
     return t is float and x == x and x not in (INF, -INF) and x == math.trunc(x)
 
 
-def global_number(max_string: int, *args: Any) -> int | float:
-    return to_number(args[0], max_string) if args else 0
+def global_number(meter: Meter, *args: Any) -> int | float:
+    return to_number(args[0], meter) if args else 0
 
 
-def global_string(max_string: int, *args: Any) -> str:
-    return to_string(args[0], max_string) if args else ""
+def global_string(meter: Meter, *args: Any) -> str:
+    return to_string(args[0], meter) if args else ""
 
 
-def global_boolean(max_string: int, *args: Any) -> bool:
+def global_boolean(meter: Meter, *args: Any) -> bool:
     return to_boolean(args[0]) if args else False
 
 
-def global_is_nan(max_string: int, *args: Any) -> bool:
-    x = to_number(argument(args, 0), max_string)
+def global_is_nan(meter: Meter, *args: Any) -> bool:
+    x = to_number(argument(args, 0), meter)
     return x != x
 
 
-def array_is_array(max_string: int, *args: Any) -> bool:
+def array_is_array(meter: Meter, *args: Any) -> bool:
     return type(argument(args, 0)) is list
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from assay.errors import ExpressionEvaluationError, ExpressionLimitError
+from assay.errors import ExpressionEvaluationError
 from assay.expr import operators
 from assay.expr.functions import GLOBAL_FUNCTIONS
-from assay.expr.limits import Limits
+from assay.expr.limits import Limits, Meter, MeterNeededError, steps_exceeded
 from assay.expr.methods import call_method, not_a_function
 from assay.expr.values import UNDEFINED, loose_equal, strict_equal, to_boolean, type_of
 
@@ -54,6 +54,8 @@ _HELPERS: Final[dict[str, Any]] = {
     "_truthy": to_boolean,
     "_typeof": type_of,
     "_cost": _cost,
+    "_Meter": Meter,
+    "_MeterNeeded": MeterNeededError,
     "_shadowed_global": _shadowed_global,
     "_list": list,
     "_str": str,
@@ -72,16 +74,12 @@ def namespace(limits: Limits) -> dict[str, Any]:
     scope: dict[str, Any] = dict(_HELPERS)
     scope["__builtins__"] = SAFE_BUILTINS
     scope["_exceeded"] = _exceeded_function(limits.max_steps)
+    scope["_M0"] = Meter(limits.max_string_length, limits.max_steps, steps=None)
     return scope
 
 
 def _exceeded_function(bound: int) -> Callable[[], None]:
     def exceeded() -> None:
-        raise ExpressionLimitError(
-            f"evaluation exceeded {bound} steps (max_steps); array callbacks and the "
-            "strings and arrays they scan count toward it",
-            limit="max_steps",
-            bound=bound,
-        )
+        raise steps_exceeded(bound)
 
     return exceeded

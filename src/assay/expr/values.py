@@ -13,6 +13,7 @@ import re
 from typing import Any, Final, final
 
 from assay.errors import ExpressionEvaluationError, ExpressionLimitError
+from assay.expr.limits import Meter, MeterNeededError, steps_exceeded
 from assay.expr.strings import JS_WHITESPACE, canonical, utf16_less
 
 __all__ = [
@@ -135,10 +136,11 @@ def _string_to_number(text: str) -> int | float:
     return NAN
 
 
-def to_number(value: Any, max_string: int) -> int | float:
+def to_number(value: Any, meter: Meter) -> int | float:
     """``Number(value)``: ToNumber. Integers from the state stay ``int``.
 
-    ``max_string`` (here and below) bounds the string an array is converted to on the way.
+    ``meter`` (here and below) bounds the string an array is converted to on the way, and is
+    charged the work of converting it (see ``join``).
     """
     t = type(value)
     if t is int or t is float:
@@ -152,22 +154,22 @@ def to_number(value: Any, max_string: int) -> int | float:
     if value is UNDEFINED:
         return NAN
     if t is list or t is dict:
-        return to_number(to_primitive(value, max_string), max_string)
+        return to_number(to_primitive(value, meter), meter)
     raise unsupported(value)
 
 
-def to_double(value: Any, max_string: int) -> float:
+def to_double(value: Any, meter: Meter) -> float:
     """ToNumber as a Python float (integers beyond the float range become infinities)."""
-    number = to_number(value, max_string)
+    number = to_number(value, meter)
     try:
         return float(number)
     except OverflowError:
         return INF if number > 0 else -INF
 
 
-def to_integer(value: Any, max_string: int) -> int | float:
+def to_integer(value: Any, meter: Meter) -> int | float:
     """ToIntegerOrInfinity: NaN becomes 0, infinities stay, everything else truncates."""
-    number = to_number(value, max_string)
+    number = to_number(value, meter)
     if type(number) is int:
         return number
     if number != number:
@@ -213,7 +215,7 @@ def number_to_string(number: int | float) -> str:
     return f"{head}e{sign}{abs(e)}"
 
 
-def to_string(value: Any, max_string: int) -> str:
+def to_string(value: Any, meter: Meter) -> str:
     """``String(value)``: ToString, arrays joined with commas (see ``join`` for the bounds)."""
     t = type(value)
     if t is str:
@@ -227,7 +229,7 @@ def to_string(value: Any, max_string: int) -> str:
     if value is UNDEFINED:
         return "undefined"
     if t is list:
-        return join(value, ",", max_string)
+        return join(value, ",", meter)
     if t is dict:
         return "[object Object]"
     raise unsupported(value)
@@ -236,28 +238,48 @@ def to_string(value: Any, max_string: int) -> str:
 _MAX_JOIN_DEPTH: Final = 256
 
 
-def join(items: list[Any], separator: str, max_string: int) -> str:
+def join(items: list[Any], separator: str, meter: Meter) -> str:
     """``items.join(separator)``: null and undefined elements become empty strings.
 
     Nested arrays are joined with commas. Arrays built by callbacks can share elements, so an
     array's text can be far larger than the array: the conversion stops with
-    ``ExpressionLimitError`` as soon as it would produce more than ``max_string``
-    characters, or visit more than ``max_string`` elements. A nested array met again is
-    converted once.
+    ``ExpressionLimitError`` as soon as it would produce more than ``meter.max_string``
+    characters, or visit more than as many elements. A nested array met again is converted
+    once. The work is charged to the meter: a step for every element visited and one for every
+    16 characters produced; the conversion stops as soon as the elements alone would spend
+    more steps than the evaluation has left.
     """
-    return canonical(_join(items, separator, _Conversion(max_string), 0))
+    if not items:
+        return ""
+    steps = meter.steps
+    if steps is None:
+        raise MeterNeededError
+    conversion = _Conversion(meter, steps)
+    text = _join(items, separator, conversion, 0)
+    meter.charge(conversion.spent())
+    return canonical(text)
 
 
 class _Conversion:
     """What one conversion may still produce and visit, and the nested arrays it has met."""
 
-    __slots__ = ("characters", "elements", "max_string", "seen")
+    __slots__ = ("characters", "elements", "meter", "seen", "visits")
 
-    def __init__(self, max_string: int) -> None:
-        self.max_string = max_string
-        self.characters = max_string
-        self.elements = max_string
+    def __init__(self, meter: Meter, steps: int) -> None:
+        self.meter = meter
+        self.characters = meter.max_string
+        self.visits = min(meter.max_string, steps)
+        self.elements = self.visits
         self.seen: dict[int, str] = {}
+
+    def too_many_elements(self) -> ExpressionLimitError:
+        if self.visits < self.meter.max_string:
+            return steps_exceeded(self.meter.max_steps)
+        return conversion_too_long(self.meter.max_string)
+
+    def spent(self) -> int:
+        """The steps of the work done: elements visited, and characters produced by 16."""
+        return self.visits - self.elements + ((self.meter.max_string - self.characters) >> 4)
 
 
 def _join(items: list[Any], separator: str, budget: _Conversion, depth: int) -> str:
@@ -269,10 +291,12 @@ def _join(items: list[Any], separator: str, budget: _Conversion, depth: int) -> 
         )
     count = len(items)
     budget.elements -= count
+    if budget.elements < 0:
+        raise budget.too_many_elements()
     if count > 1:
         budget.characters -= len(separator) * (count - 1)
-    if budget.characters < 0 or budget.elements < 0:
-        raise conversion_too_long(budget.max_string)
+    if budget.characters < 0:
+        raise conversion_too_long(budget.meter.max_string)
     seen = budget.seen
     parts: list[str] = []
     for item in items:
@@ -295,29 +319,29 @@ def _join(items: list[Any], separator: str, budget: _Conversion, depth: int) -> 
                 parts.append(part)
                 continue  # its characters are counted already
         else:
-            part = to_string(item, budget.max_string)
+            part = to_string(item, budget.meter)  # not an array: nothing is walked
         budget.characters -= len(part)
         if budget.characters < 0:
-            raise conversion_too_long(budget.max_string)
+            raise conversion_too_long(budget.meter.max_string)
         parts.append(part)
     return separator.join(parts)
 
 
-def to_primitive(value: Any, max_string: int) -> Any:
+def to_primitive(value: Any, meter: Meter) -> Any:
     """ToPrimitive: arrays become their joined string, objects ``"[object Object]"``."""
     t = type(value)
     if t is list:
-        return join(value, ",", max_string)
+        return join(value, ",", meter)
     if t is dict:
         return "[object Object]"
     return value
 
 
-def to_property_key(value: Any, max_string: int) -> str:
+def to_property_key(value: Any, meter: Meter) -> str:
     """ToPropertyKey: the string a value names when used as a property key."""
     if type(value) is str:
         return value
-    return to_string(value, max_string)
+    return to_string(value, meter)
 
 
 def array_index(key: str) -> int | None:
@@ -370,7 +394,7 @@ def _kind(value: Any) -> str:
     return "string" if t is str else "boolean"
 
 
-def loose_equal(x: Any, y: Any, max_string: int) -> bool:
+def loose_equal(x: Any, y: Any, meter: Meter) -> bool:
     """``x == y``: IsLooselyEqual, with its conversions between types."""
     kx = _kind(x)
     ky = _kind(y)
@@ -381,25 +405,25 @@ def loose_equal(x: Any, y: Any, max_string: int) -> bool:
     if kx == "nullish" or ky == "nullish":
         return False
     if kx == "boolean":
-        return loose_equal(to_number(x, max_string), y, max_string)
+        return loose_equal(to_number(x, meter), y, meter)
     if ky == "boolean":
-        return loose_equal(x, to_number(y, max_string), max_string)
+        return loose_equal(x, to_number(y, meter), meter)
     if kx == "object":
-        return loose_equal(to_primitive(x, max_string), y, max_string)
+        return loose_equal(to_primitive(x, meter), y, meter)
     if ky == "object":
-        return loose_equal(x, to_primitive(y, max_string), max_string)
+        return loose_equal(x, to_primitive(y, meter), meter)
     # One number and one string remain.
-    return to_number(x, max_string) == to_number(y, max_string)
+    return to_number(x, meter) == to_number(y, meter)
 
 
-def less_than(x: Any, y: Any, max_string: int) -> bool | None:
+def less_than(x: Any, y: Any, meter: Meter) -> bool | None:
     """IsLessThan: ``None`` stands for JavaScript's undefined result (a NaN was involved)."""
-    px = to_primitive(x, max_string)
-    py = to_primitive(y, max_string)
+    px = to_primitive(x, meter)
+    py = to_primitive(y, meter)
     if type(px) is str and type(py) is str:
         return utf16_less(px, py)
-    nx = to_number(px, max_string)
-    ny = to_number(py, max_string)
+    nx = to_number(px, meter)
+    ny = to_number(py, meter)
     if nx != nx or ny != ny:
         return None
     return nx < ny
