@@ -12,6 +12,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from hypothesis import strategies as st
 import assay.ledger.entry as entry_module
 from assay.clock import SYSTEM_CLOCK, VirtualClock
 from assay.errors import (
+    CheckpointError,
     LedgerEntryError,
     LedgerError,
     LedgerIntegrityError,
@@ -45,7 +47,14 @@ from assay.ledger import (
     verify_jsonl,
     verify_ledger,
 )
-from assay.ledger.entry import format_timestamp, parse_entry, seal, seal_all, stamp
+from assay.ledger.entry import (
+    Entry,
+    format_timestamp,
+    parse_entry,
+    seal,
+    seal_all,
+    stamp,
+)
 from assay.ledger.group_commit import GroupCommit, GroupCommitStatistics
 from assay.ledger.memory import _kept
 from assay.ledger.merkle import MerkleTree, leaf_hash
@@ -759,3 +768,85 @@ def test_a_value_of_the_wrong_kind_is_named_before_anything_is_read() -> None:
             call()
         assert str(refused.value) == said
     assert ledger.size == 1 and ledger.checkpoints() == []
+
+
+def _resealed(entry: Entry, **changes: Any) -> bytes:
+    """``entry``'s canonical JSON with ``changes`` made and its hash made again to match, as
+    someone who rewrote a stored entry whole would write it."""
+    fields = {**entry.to_dict(), **changes}
+    del fields["hash"]
+    return rfc8785.dumps({**fields, "hash": hashlib.sha256(rfc8785.dumps(fields)).hexdigest()})
+
+
+OTHER_DIGITS = ["２０２６", "٢٠٢٦", "۲۰۲۶", "२०२६"]
+"""2026 in full-width, Arabic-Indic, Persian and Devanagari digits: ``\\d`` takes each."""
+
+
+@pytest.mark.parametrize("year", OTHER_DIGITS)
+def test_a_timestamp_in_digits_that_are_not_ascii_is_refused(year: str) -> None:
+    timestamp = f"{year}-12-01T05:37:41.275793Z"
+    with pytest.raises(LedgerEntryError) as refused:
+        EntryDraft("fire", timestamp, {})
+    assert refused.value.field == "timestamp"
+    stored = _resealed(seal(draft(), 3, GENESIS_HASH), timestamp=timestamp)
+    with pytest.raises(LedgerIntegrityError) as caught:
+        parse_entry(stored, 3)
+    assert (caught.value.field, str(caught.value)) == (
+        "timestamp",
+        f"entry 3: timestamp {timestamp!r} is not RFC 3339 UTC with microseconds",
+    )
+    with pytest.raises(CheckpointError) as unsigned:
+        SigningKey.generate().sign(1, "ab" * 32, timestamp)
+    assert unsigned.value.field == "timestamp"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        *(f"{year}:{'ab' * 32}" for year in OTHER_DIGITS),
+        f"١٢:{'ab' * 32}",
+        f"{'9' * 5000}:{'ab' * 32}",  # int() raised ValueError beyond 4,300 digits
+        f"12:{'ab' * 31}a\n",
+        f" 12:{'ab' * 32}",
+    ],
+)
+def test_a_tree_head_is_read_in_ascii_digits_only(text: str) -> None:
+    with pytest.raises(ProofError, match="a tree head is written SIZE:ROOT") as caught:
+        TreeHead.parse(text)
+    assert caught.value.parameter == "head"
+    assert TreeHead.parse(f"0012:{'AB' * 32}") == TreeHead(12, "ab" * 32)
+
+
+def test_a_proof_whose_hashes_are_not_sha256_hex_is_refused() -> None:
+    """A consistency proof between equal sizes checked only that the roots were equal, so
+    ConsistencyProof(3, "", 3, "", ()) passed; bytes.fromhex also took spaces, any length
+    and upper case."""
+    ledger = memory_ledger()
+    for n in range(5):
+        ledger.append("fire", {"n": n})
+    same, later = ledger.consistency(3, 3), ledger.consistency(3, 5)
+    same.verify()
+    later.verify()
+    root = same.old_root
+    refused = [
+        (replace(same, old_root="", new_root=""), "old_root", ""),
+        (replace(same, old_root=root.upper(), new_root=root.upper()), "old_root", root.upper()),
+        (replace(same, old_root=root[:62], new_root=root[:62]), "old_root", root[:62]),
+        (replace(same, new_root=" ".join([root[:32], root[32:]])), "new_root", None),
+        (replace(later, path=(*later.path[:-1], later.path[-1] + "00")), "path", None),
+        (replace(ledger.prove(2), root=""), "root", ""),
+        (replace(ledger.prove(2), leaf_hash=b"\x00" * 32), "leaf_hash", b"\x00" * 32),
+    ]
+    for proof, parameter, shown in refused:
+        with pytest.raises(ProofError) as caught:
+            proof.verify()
+        assert caught.value.parameter == parameter, proof
+        if shown is not None:
+            assert str(caught.value) == (
+                f"{parameter} must be a SHA-256 hash as 64 lowercase hex digits, not {shown!r}"
+            )
+    with pytest.raises(ProofError) as caught:
+        replace(same, new_root=later.new_root).verify()
+    assert str(caught.value) == (
+        f"the sizes are equal (3) but the roots differ: {root} and {later.new_root}"
+    )

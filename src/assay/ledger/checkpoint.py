@@ -33,7 +33,7 @@ from assay.errors import CheckpointError, SigningKeyError
 _FORMAT = "assay-checkpoint/v1"
 _SEED_SIZE = 32
 _SIGNATURE_SIZE = 64
-_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z")
+_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?Z")
 
 
 class Checkpoint(BaseModel):

@@ -57,7 +57,8 @@ FIELDS: Final = (
 
 _IDS: Final = ("session", "run", "transition")
 _HEX: Final = re.compile(r"[0-9a-f]{64}")
-_TIMESTAMP: Final = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+# ASCII digits only: ``\d`` would also take other scripts' digits (２０２６, ٢٠٢٦).
+_TIMESTAMP: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 # In canonical JSON ``,"`` never occurs inside a string (the quote would be escaped), and the
 # fields after ``body`` are all scalars, so the last match of this is the top-level member.
 _HASH_MEMBER: Final = b',"hash":"'

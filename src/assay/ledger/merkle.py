@@ -257,6 +257,10 @@ def verify_consistency(
     RFC 9162 §2.1.4.2 for ``0 < old_size < new_size``; equal sizes need equal roots and an
     empty proof, and the empty tree has the root ``EMPTY_ROOT``. A proof from ``old_size`` 0
     to a larger tree is refused, as the RFC defines none. Raises ``ProofError`` on failure.
+
+    With equal sizes the roots are compared, not read, so roots of any length pass when
+    equal, as the vectors require (``sizes-are-equal-one-and-proof-is-empty``: two equal
+    12-byte roots); ``ConsistencyProof.verify`` checks that each is a SHA-256 hash first.
     """
     if old_size < 0 or new_size < 0:
         raise ProofError(
