@@ -15,6 +15,7 @@ import psycopg
 from assay.ledger import LedgerBackend, MemoryBackend, SQLiteBackend
 from assay.ledger.entry import EntryDraft
 from assay.ledger.postgres import PostgresBackend, lock_key
+from assay.ledger.sqlite import SCHEMA
 
 KINDS = ("memory", "sqlite", "postgres")
 TIMESTAMP = "2026-01-01T00:00:{:02d}.000000Z"
@@ -90,6 +91,32 @@ class Store:
         else:
             assert self.postgres_url is not None
             with psycopg.connect(self.postgres_url, autocommit=True) as connection:
+                connection.execute(
+                    statement.format(
+                        entries=f"{self.schema}.ledger_entries",
+                        checkpoints=f"{self.schema}.ledger_checkpoints",
+                    ),
+                    parameters,
+                )
+
+    def tamper(self, statement: str, parameters: tuple[Any, ...] = ()) -> None:
+        """``execute`` past the append-only triggers, as someone with full access to the
+        database could: SQLite's are dropped and made again, PostgreSQL's do not fire for a
+        session in replica mode."""
+        if self.kind == "sqlite":
+            with closing_sqlite(self.path) as connection:
+                for table in ("ledger_entries", "ledger_checkpoints"):
+                    connection.execute(f"DROP TRIGGER {table}_no_update")
+                    connection.execute(f"DROP TRIGGER {table}_no_delete")
+                connection.execute(
+                    statement.format(entries="ledger_entries", checkpoints="ledger_checkpoints"),
+                    parameters,
+                )
+                connection.executescript(SCHEMA)  # creates the triggers again
+        else:
+            assert self.postgres_url is not None
+            with psycopg.connect(self.postgres_url, autocommit=True) as connection:
+                connection.execute("SET session_replication_role = replica")
                 connection.execute(
                     statement.format(
                         entries=f"{self.schema}.ledger_entries",

@@ -49,6 +49,7 @@ from assay.ledger import (
 )
 from assay.ledger.entry import (
     Entry,
+    entry_from_canonical,
     format_timestamp,
     parse_entry,
     seal,
@@ -776,6 +777,35 @@ def _resealed(entry: Entry, **changes: Any) -> bytes:
     fields = {**entry.to_dict(), **changes}
     del fields["hash"]
     return rfc8785.dumps({**fields, "hash": hashlib.sha256(rfc8785.dumps(fields)).hexdigest()})
+
+
+@pytest.mark.parametrize(
+    ("said", "reason"),
+    [
+        (99, "stored as entry 12 but says seq 99"),
+        (11, "stored as entry 12 but says seq 11"),
+        ("12", "seq is '12', not a positive integer"),
+        (True, "seq is True, not a positive integer"),
+        (12.5, "seq is 12.5, not a positive integer"),
+        (0, "seq is 0, not a positive integer"),
+    ],
+)
+def test_an_entry_read_from_a_place_its_seq_does_not_name_is_refused(
+    said: object, reason: str
+) -> None:
+    """Read as stored, an entry said whatever seq it held: entry 12 edited to say 99 was
+    served as entry 99."""
+    entry = seal(draft(), 12, GENESIS_HASH)
+    assert entry_from_canonical(entry.canonical, 12) == entry
+    for text in (entry.canonical.replace(b'"seq":12', f'"seq":{json.dumps(said)}'.encode()),
+                 _resealed(entry, seq=said)):  # fmt: skip
+        with pytest.raises(LedgerIntegrityError) as caught:
+            entry_from_canonical(text, 12)
+        assert (caught.value.seq, caught.value.field, caught.value.reason) == (12, "seq", reason)
+        assert str(caught.value) == (
+            f"entry 12: {reason}; verify the ledger (assay ledger verify, or verify_ledger) to "
+            "find what else is wrong"
+        )
 
 
 OTHER_DIGITS = ["２０２６", "٢٠٢٦", "۲۰۲۶", "२०२६"]

@@ -6,14 +6,21 @@ import itertools
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from assay.errors import LedgerEntryError, LedgerError
-from assay.ledger import GENESIS_HASH, LedgerBackend, SigningKey, SQLiteBackend, verify_ledger
+from assay.errors import LedgerEntryError, LedgerError, LedgerIntegrityError
+from assay.ledger import (
+    GENESIS_HASH,
+    Ledger,
+    LedgerBackend,
+    SigningKey,
+    SQLiteBackend,
+    verify_ledger,
+)
 from assay.ledger.entry import parse_entry
 from assay.ledger.url import open_backend
 from ledger_stores import KINDS, Store, draft
@@ -404,3 +411,48 @@ def test_waiting_appenders_share_one_commit(database: Store) -> None:
     assert (final.batches, final.entries, final.queued, final.writing) == (2, appenders, 0, 0)
     assert final.largest_batch == max(now.writing, appenders - now.writing)
     assert verify_ledger(backend).ok
+
+
+VERIFY_THE_LEDGER = (
+    "verify the ledger (assay ledger verify, or verify_ledger) to find what else is wrong"
+)
+
+
+def test_an_entry_whose_seq_is_not_its_place_is_not_read_as_another(database: Store) -> None:
+    """Entry 12's JSON edited to say seq 99 was read, queried and served as entry 99."""
+    backend = database.open()
+    backend.append([draft(body={"n": n}) for n in range(1, 15)])
+    database.tamper(
+        "UPDATE {entries} SET entry = replace(entry, '\"seq\":12,', '\"seq\":99,') WHERE seq = 12"
+    )
+    reads: list[Callable[[], object]] = [
+        lambda: backend.read(12, 13),
+        lambda: backend.read(1, 20),
+        lambda: list(backend.iterate(10)),
+        lambda: backend.query(after=11, limit=1),
+        backend.query,
+    ]
+    for read in reads:
+        with pytest.raises(LedgerIntegrityError) as caught:
+            read()
+        assert (caught.value.seq, caught.value.field) == (12, "seq")
+        assert str(caught.value) == (
+            f"entry 12: stored as entry 12 but says seq 99; {VERIFY_THE_LEDGER}"
+        )
+    assert [entry.seq for entry in backend.read(11, 12)] == [11]
+    assert [entry.seq for entry in backend.query(after=12)] == [13, 14]
+    problem = verify_ledger(backend).problem
+    assert problem is not None
+    assert problem.seq == 12
+
+
+def test_a_gap_is_named_with_what_to_run_from_a_shell_or_python(database: Store) -> None:
+    """It said "run verify_ledger", a Python function, to the user of assay serve or assay
+    ledger checkpoint."""
+    database.open().append([draft(body={"n": n}) for n in range(1, 13)])
+    database.tamper("DELETE FROM {entries} WHERE seq = 9")
+    ledger = Ledger(database.open())
+    with pytest.raises(LedgerIntegrityError) as caught:
+        ledger.refresh()
+    assert str(caught.value) == f"entry 9 is missing from {ledger.url}; {VERIFY_THE_LEDGER}"
+    assert (caught.value.seq, caught.value.reason, caught.value.field) == (9, "missing", "seq")

@@ -234,11 +234,19 @@ def seal_all(drafts: list[EntryDraft], head_seq: int, head_hash: str) -> list[En
     return entries
 
 
+VERIFY_THE_LEDGER: Final = (
+    "verify the ledger (assay ledger verify, or verify_ledger) to find what else is wrong"
+)
+"""What a message about a ledger that fails its checks says to do, from a shell or Python."""
+
+
 def entry_from_canonical(text: bytes, seq: int) -> Entry:
     """The entry stored at ``seq`` as ``text``, trusted as stored (``parse_entry`` checks it).
 
-    Raise ``LedgerIntegrityError`` only when the text cannot be read as an entry at all.
+    Raise ``LedgerIntegrityError`` only when the text cannot be read as an entry at all, or
+    its seq is not ``seq``, the place it was read from (it would be taken for another entry).
     """
+    field = "entry"
     try:
         data = loads(text)
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
@@ -248,15 +256,23 @@ def entry_from_canonical(text: bytes, seq: int) -> Entry:
             reason = f"the stored entry is {json_type_name(data)}, not an object of fields"
         else:
             try:
-                return _entry(data, text)
+                entry = _entry(data, text)
             except KeyError as exc:
                 reason = f"the stored entry has no {exc.args[0]!r} field"
+            else:
+                said = entry.seq
+                if type(said) is int and said == seq:
+                    return entry
+                field = "seq"
+                if type(said) is not int or said < 1:  # worded as parse_entry words it
+                    reason = f"seq is {said!r}, not a positive integer"
+                else:
+                    reason = f"stored as entry {seq} but says seq {said}"
     raise LedgerIntegrityError(
-        f"entry {seq}: {reason}; verify the ledger (assay ledger verify, or verify_ledger) "
-        "to find what else is wrong",
+        f"entry {seq}: {reason}; {VERIFY_THE_LEDGER}",
         seq=seq,
         reason=reason,
-        field="entry",
+        field=field,
     )
 
 

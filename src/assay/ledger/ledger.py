@@ -24,7 +24,7 @@ from assay.clock import SYSTEM_CLOCK, Clock
 from assay.errors import LedgerEntryError, LedgerIntegrityError, WrongTypeError
 from assay.ledger.backend import BATCH, LedgerBackend
 from assay.ledger.checkpoint import Checkpoint, SigningKey
-from assay.ledger.entry import Entry, EntryDraft, stamp
+from assay.ledger.entry import VERIFY_THE_LEDGER, Entry, EntryDraft, stamp
 from assay.ledger.merkle import MerkleTree, leaf_hash
 from assay.ledger.proof import ConsistencyProof, InclusionProof, TreeHead
 from assay.ledger.verification import LedgerReport, Progress, verify_ledger
@@ -344,7 +344,7 @@ class Ledger:
             batch = self._backend.read_canonical(following, min(stop, following + BATCH))
             if not batch or batch[0][0] != following:
                 raise LedgerIntegrityError(
-                    f"entry {tree.size + 1} is missing from {self.url}; run verify_ledger",
+                    f"entry {tree.size + 1} is missing from {self.url}; {VERIFY_THE_LEDGER}",
                     seq=tree.size + 1,
                     reason="missing",
                     field="seq",
