@@ -1,18 +1,22 @@
-"""The timeline's ledger check: in the background, never holding a page for long, and not
-again until the ledger has grown and the gap after the last check has passed."""
+"""The timeline's ledger check: in the background, never holding a page for long; again once
+the ledger has grown and the gap after the last check has passed, and at a bounded interval
+when it has not (an entry can be altered without the ledger growing); shown with when it ran."""
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
 import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from assay.clock import VirtualClock
+from assay.clock import Timer, VirtualClock
 from assay.errors import LedgerError
 from assay.ledger import Ledger, MemoryBackend, SQLiteBackend
+from assay.ledger.sqlite import SCHEMA
 from assay.ledger.verification import LedgerReport
 from assay.timeline import LedgerCheck
 
@@ -36,16 +40,54 @@ def _append(ledger: Ledger, count: int) -> None:
         ledger.append("verdict", {"n": n})
 
 
+def alter(path: Path, seq: int, entry: str) -> None:
+    """Set entry ``seq``'s stored text to ``entry``, as someone with access to the file
+    could: the trigger that refuses an UPDATE dropped, then put back as it was."""
+    start = SCHEMA.index("CREATE TRIGGER IF NOT EXISTS ledger_entries_no_update")
+    trigger = SCHEMA[start : SCHEMA.index("END;", start) + len("END;")]
+    with sqlite3.connect(path) as raw:
+        raw.execute("DROP TRIGGER ledger_entries_no_update")
+        sql = f"UPDATE ledger_entries SET entry = {entry} WHERE seq = ?"
+        assert raw.execute(sql, (seq,)).rowcount == 1
+        raw.execute(trigger)
+
+
+class StepClock:
+    """Time that moves only when the test (or a slow check) moves it."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def wall(self) -> datetime:
+        return datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=self.now)
+
+    async def sleep(self, seconds: float) -> None:
+        raise AssertionError("the check never sleeps")
+
+    def call_later(self, seconds: float, callback: Callable[[], None]) -> Timer:
+        raise AssertionError("the check never schedules")
+
+
 def test_a_page_does_not_wait_for_a_check_that_takes_long() -> None:
     ledger = GatedLedger()
     _append(ledger, 3)
     check = LedgerCheck(ledger, clock=VirtualClock(), wait_s=0)
-    assert check.current() == (None, "checking the ledger's 3 entries…", None)
-    assert check.poll(3) is None  # still running: not started twice
+    first = check.current()
+    assert (first.ok, first.text, first.size, first.at) == (
+        None,
+        "checking the ledger's 3 entries…",
+        None,
+        None,
+    )
+    assert first.headline == "unchecked"
+    assert check.poll(3).size is None  # still running: not started twice
     ledger.gate.set()
-    ok, text, checked = check.current(wait_s=30)
-    assert (ok, checked, ledger.runs) == (True, 3, 1)
-    assert text.startswith("memory:: 3 entries verify: seq gapless")
+    status = check.current(wait_s=30)
+    assert (status.ok, status.size, ledger.runs) == (True, 3, 1)
+    assert status.text.startswith("memory:: 3 entries verify: seq gapless")
 
 
 def test_a_grown_ledger_is_checked_again_only_after_the_gap() -> None:
@@ -54,17 +96,17 @@ def test_a_grown_ledger_is_checked_again_only_after_the_gap() -> None:
     clock = VirtualClock()
     check = LedgerCheck(ledger, clock=clock, wait_s=30)
     _append(ledger, 2)
-    assert check.current()[2] == 2
+    assert check.current().size == 2
     _append(ledger, 5)
-    ok, text, checked = check.current()
-    assert (ok, checked, ledger.runs) == (True, 2, 1)  # within the gap: the last check stands
-    assert text.endswith(" · 5 entries since, not yet checked")
+    status = check.current()
+    assert (status.ok, status.size, ledger.runs) == (True, 2, 1)  # within the gap: it stands
+    assert status.text.endswith(" · 5 entries since, not yet checked")
     asyncio.run(clock.advance(LedgerCheck.MIN_GAP_S))  # the gap passes
-    assert check.poll(7) is not None  # the page's poll of the head starts it
-    ok, text, checked = check.current()
-    assert (ok, checked, ledger.runs) == (True, 7, 2)
-    assert "entries since" not in text
-    assert check.current()[2] == 7 and ledger.runs == 2  # nothing grew: no third check
+    assert check.poll(7).size is not None  # the page's poll of the head starts it
+    status = check.current()
+    assert (status.ok, status.size, ledger.runs) == (True, 7, 2)
+    assert "entries since" not in status.text
+    assert check.current().size == 7 and ledger.runs == 2  # nothing grew: no third check yet
 
 
 def test_a_tampered_ledger_shows_as_not_verifying(tmp_path: Path) -> None:
@@ -75,11 +117,12 @@ def test_a_tampered_ledger_shows_as_not_verifying(tmp_path: Path) -> None:
         raw.execute("DROP TRIGGER ledger_entries_no_update")
         raw.execute("UPDATE ledger_entries SET kind = 'fire' WHERE seq = 2")
     try:
-        ok, text, checked = LedgerCheck(ledger, clock=VirtualClock(), wait_s=30).current()
+        status = LedgerCheck(ledger, clock=VirtualClock(), wait_s=30).current()
     finally:
         ledger.close()
-    assert (ok, checked) == (False, 4)
-    assert "entry 2" in text
+    assert (status.ok, status.size) == (False, 4)
+    assert "entry 2" in status.text
+    assert status.headline == "does not verify (checked at 00:00:00 UTC)"
 
 
 def test_a_check_that_cannot_run_says_so_rather_than_pass_or_fail() -> None:
@@ -89,17 +132,19 @@ def test_a_check_that_cannot_run_says_so_rather_than_pass_or_fail() -> None:
 
     ledger = Closed(MemoryBackend())
     _append(ledger, 1)
-    ok, text, checked = LedgerCheck(ledger, clock=VirtualClock(), wait_s=30).current()
-    assert (ok, checked) == (None, 1)
-    assert text == "the ledger could not be checked: the ledger memory: is closed; open it again"
+    status = LedgerCheck(ledger, clock=VirtualClock(), wait_s=30).current()
+    assert (status.ok, status.size, status.headline) == (None, 1, "unchecked")
+    assert status.text == (
+        "the ledger could not be checked: the ledger memory: is closed; open it again"
+    )
 
 
 @pytest.mark.parametrize("size", [0, 1])
 def test_the_first_check_of_a_small_ledger_is_waited_for(size: int) -> None:
     ledger = Ledger(MemoryBackend())
     _append(ledger, size)
-    ok, _, checked = LedgerCheck(ledger, clock=VirtualClock()).current()
-    assert (ok, checked) == (True, size)
+    status = LedgerCheck(ledger, clock=VirtualClock()).current()
+    assert (status.ok, status.size) == (True, size)
 
 
 def test_the_page_shows_recorded_values_summarized_not_whole() -> None:
@@ -115,3 +160,78 @@ def test_the_page_shows_recorded_values_summarized_not_whole() -> None:
     assert len(page) < 50_000
     assert "{&#34;note&#34;:&#34;xxxx" in page and "x…" in page  # compact JSON, cut
     assert "&lt;b&gt;ops&lt;/b&gt;" in page and "<b>ops</b>" not in page  # and escaped
+
+
+def test_an_entry_altered_without_the_ledger_growing_is_found_at_the_next_interval(
+    tmp_path: Path,
+) -> None:
+    # The page said "verified" for as long as no entry arrived after one was altered.
+    path = tmp_path / "ledger.db"
+    ledger = Ledger(SQLiteBackend(path))
+    _append(ledger, 4)
+    clock = VirtualClock()
+    check = LedgerCheck(ledger, clock=clock, wait_s=30)
+    try:
+        assert check.current().headline == "verified at 00:00:00 UTC, 4 entries"
+        alter(path, 2, """replace(entry, '"n":1', '"n":9')""")
+        asyncio.run(clock.advance(LedgerCheck.RECHECK_S - 1))
+        stale = check.current()  # the last check stands, and says when it ran
+        assert (stale.ok, stale.headline) == (True, "verified at 00:00:00 UTC, 4 entries")
+        asyncio.run(clock.advance(1))
+        found = check.current()
+    finally:
+        ledger.close()
+    assert (found.ok, found.size, found.number) == (False, 4, 2)
+    assert found.headline == "does not verify (checked at 00:00:10 UTC)"
+    assert found.text.startswith("sqlite:///")
+    assert ": entry 2: hash " in found.text
+
+
+def test_the_interval_grows_with_what_a_check_costs() -> None:
+    # A check of 100,000 entries takes seconds of CPU: re-run as often as a small one, it
+    # would keep a core busy while anyone watches the page.
+    clock = StepClock()
+
+    class Slow(Ledger):
+        def verify(self, *args: object, **kwargs: object) -> LedgerReport:
+            clock.now += 3.0  # what 100,000 entries took here
+            return super().verify()
+
+    ledger = Slow(MemoryBackend())
+    _append(ledger, 2)
+    check = LedgerCheck(ledger, clock=clock, wait_s=30)
+    assert check.current().number == 1
+    clock.now += LedgerCheck.RECHECK_FACTOR * 3.0 - 0.5
+    assert check.current().number == 1
+    clock.now += 0.5
+    assert check.current().number == 2
+    assert LedgerCheck.RECHECK_FACTOR * 3.0 > LedgerCheck.RECHECK_S
+
+
+def test_a_check_that_could_not_run_is_tried_again_after_the_gap() -> None:
+    class Flaky(Ledger):
+        fail = True
+
+        def verify(self, *args: object, **kwargs: object) -> LedgerReport:
+            if self.fail:
+                raise LedgerError("cannot read the ledger memory:", url="memory:")
+            return super().verify()
+
+    ledger = Flaky(MemoryBackend())
+    _append(ledger, 1)
+    clock = StepClock()
+    check = LedgerCheck(ledger, clock=clock, wait_s=30)
+    assert check.current().ok is None
+    ledger.fail = False
+    clock.now += LedgerCheck.MIN_GAP_S
+    assert check.current().headline == "verified at 00:00:10 UTC, 1 entry"
+
+
+def test_a_check_on_another_day_shows_its_date() -> None:
+    ledger = Ledger(MemoryBackend())
+    _append(ledger, 1)
+    clock = StepClock()
+    check = LedgerCheck(ledger, clock=clock, wait_s=30)
+    check.current()
+    clock.now += 86_400
+    assert check.poll(1).headline == "verified at 2026-01-01 00:00:00 UTC, 1 entry"

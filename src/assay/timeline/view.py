@@ -13,6 +13,7 @@ from typing import Any
 
 from assay.ledger.entry import Entry
 from assay.ledger.ledger import Ledger
+from assay.timeline.check import CheckStatus
 
 DEFAULT_WINDOW = 1000
 """How many of the latest entries the page reads."""
@@ -75,13 +76,19 @@ class RunView:
 
 @dataclass
 class Timeline:
-    """What the page shows: sessions, verify verdicts, runs, and the ledger's status."""
+    """What the page shows: sessions, verify verdicts, runs, and the ledger's status: whether
+    it ``verified``, what that covers (``covered``: when, how many entries) and in more
+    words (``verification``), as of the check that covered its first ``checked`` entries,
+    started at ``checked_at`` (RFC 3339)."""
 
     size: int
     first_seq: int
     root: str
     verified: bool | None
     verification: str
+    covered: str
+    checked: int | None
+    checked_at: str | None
     sessions: list[SessionView]
     verdicts: list[VerdictView]
     runs: list[RunView]
@@ -91,10 +98,10 @@ def build_timeline(
     ledger: Ledger,
     *,
     window: int = DEFAULT_WINDOW,
-    verification: tuple[bool | None, str] | None = None,
+    check: CheckStatus | None = None,
 ) -> Timeline:
-    """The timeline of the latest ``window`` entries; ``verification`` is the ledger check
-    as (ok, description), ``ok`` ``None`` while it has not come out either way."""
+    """The timeline of the latest ``window`` entries, with ``check``, the ledger's last full
+    check (none: not checked)."""
     head = ledger.tree_head()
     first = max(1, head.size - window + 1)
     entries = ledger.read(first, head.size + 1) if head.size else []
@@ -116,13 +123,15 @@ def build_timeline(
                 _settle(known, entry)
         elif entry.kind == "verdict":
             verdicts.append(_verdict(entry))
-    ok, text = verification if verification is not None else (None, "not checked")
     return Timeline(
         size=head.size,
         first_seq=first,
         root=head.root,
-        verified=ok,
-        verification=text,
+        verified=check.ok if check is not None else None,
+        verification=_described(check),
+        covered=check.covered if check is not None else "",
+        checked=check.size if check is not None else None,
+        checked_at=check.started if check is not None else None,
         sessions=list(sessions.values()),
         verdicts=verdicts,
         runs=list(runs.values()),
@@ -199,6 +208,12 @@ def _run_event(entry: Entry) -> VerdictView:
         critique=_text(verdict.get("critique")) or None,
         criteria=[c for c in criteria if isinstance(c, dict)] if isinstance(criteria, list) else [],
     )
+
+
+def _described(check: CheckStatus | None) -> str:
+    if check is None:
+        return "not checked"
+    return f"checked {check.when}: {check.text}" if check.at is not None else check.text
 
 
 def _text(value: Any) -> str | None:
