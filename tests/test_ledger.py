@@ -506,7 +506,7 @@ ACCEPTED = (
         ),
         (  # urlsplit raised ValueError, which the CLI called an internal error (exit 70)
             "postgres://u:hunter2@[::1:5432/db",
-            "cannot open a ledger at '<a URL that could not be parsed>': it cannot be read as a "
+            "cannot open a ledger at 'postgres://u:***@[::1:5432/db': it cannot be read as a "
             f"URL (Invalid IPv6 URL); {ACCEPTED}",
         ),
         (

@@ -20,11 +20,11 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from types import TracebackType
 from typing import Any, Final, Self
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import ValidationError
 
 from assay.errors import CheckpointError, LedgerEntryError
+from assay.ledger import credentials
 from assay.ledger.checkpoint import Checkpoint
 from assay.ledger.entry import KINDS, Entry, EntryDraft, entry_from_canonical, format_timestamp
 
@@ -173,34 +173,15 @@ class EntryFilter:
         )
 
 
+hide_password: Final = credentials.hide_password
+"""``credentials.hide_password``, here too for those who import it from here."""
+
+
 def seq_span(start: int, stop: int) -> tuple[int, int] | None:
     """``start <= seq < stop`` as inclusive bounds ``(first, last)`` within ``1..MAX_SEQ``, the
     seqs a store can hold; ``None`` when no such seq lies between them."""
     first, last = max(start, 1), min(stop - 1, MAX_SEQ)
     return (first, last) if first <= last else None
-
-
-def hide_password(url: str) -> str:
-    """``url`` with any password, in the authority or a ``password=`` parameter, as ``***``."""
-    try:
-        parts = urlsplit(url)
-        pairs = parse_qsl(parts.query, keep_blank_values=True)
-        in_query = any(key == "password" for key, _ in pairs)
-        if parts.password is None and not in_query:
-            return url
-        netloc = parts.netloc
-        if parts.password is not None:
-            user, _, host = netloc.rpartition("@")
-            netloc = f"{user.partition(':')[0]}:***@{host}"
-        query = parts.query
-        if in_query:
-            query = urlencode(
-                [(key, "***" if key == "password" else value) for key, value in pairs],
-                safe="*",
-            )
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-    except ValueError:
-        return "<a URL that could not be parsed>"
 
 
 def _moment(value: datetime | str | None, name: str) -> str | None:

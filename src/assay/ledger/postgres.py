@@ -17,7 +17,7 @@ import logging
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
-from typing import Any, Final, LiteralString
+from typing import Any, Final, LiteralString, NoReturn
 
 import psycopg
 from psycopg import sql
@@ -31,11 +31,11 @@ from assay.ledger.backend import (
     StoredRow,
     checkpoint_fields,
     entry_row,
-    hide_password,
     seq_span,
     stored_checkpoints_of,
 )
 from assay.ledger.checkpoint import Checkpoint
+from assay.ledger.credentials import hide_password, shows_password, withheld_reason
 from assay.ledger.entry import GENESIS_HASH, Entry, EntryDraft, entry_from_canonical, seal_all
 from assay.ledger.group_commit import GroupCommit, GroupCommittedBackend
 
@@ -157,7 +157,7 @@ class PostgresBackend(GroupCommittedBackend):
         try:
             self._reader = psycopg.connect(url, autocommit=True)
         except psycopg.Error as exc:
-            raise self._error("cannot connect to", exc) from exc
+            self._fail("cannot connect to", exc)
         try:
             if not self._has_tables():
                 if not create:
@@ -169,7 +169,7 @@ class PostgresBackend(GroupCommittedBackend):
                 self._create_schema()
         except psycopg.Error as exc:
             self._reader.close()
-            raise self._error("cannot create the ledger schema in", exc) from exc
+            self._fail("cannot create the ledger schema in", exc)
         except LedgerError:
             self._reader.close()
             raise
@@ -259,7 +259,7 @@ class PostgresBackend(GroupCommittedBackend):
             try:
                 self._reader.execute(query, checkpoint_fields(checkpoint))
             except psycopg.Error as exc:
-                raise self._error("cannot store a checkpoint in", exc) from exc
+                self._fail("cannot store a checkpoint in", exc)
 
     def stored_checkpoints(self) -> list[StoredCheckpoint]:
         rows = self._fetch(
@@ -344,7 +344,7 @@ class PostgresBackend(GroupCommittedBackend):
                     self._insert(connection, entries, locked=True)
             except psycopg.Error as exc:
                 self._head = None  # the commit may or may not have happened
-                raise self._error("cannot append to", exc) from exc
+                self._fail("cannot append to", exc)
             self._head = (entries[-1].seq, entries[-1].hash)
         return entries
 
@@ -366,11 +366,11 @@ class PostgresBackend(GroupCommittedBackend):
                 return self._read(query, parameters)
             except psycopg.Error as exc:
                 if not self._reader.broken:
-                    raise self._error("cannot read", exc) from exc
+                    self._fail("cannot read", exc)
             try:
                 return self._read(query, parameters)
             except psycopg.Error as exc:
-                raise self._error("cannot read", exc) from exc
+                self._fail("cannot read", exc)
 
     def _read(self, query: sql.SQL | sql.Composed, parameters: Sequence[Any]) -> list[Any]:
         if self._reader.broken:  # the server restarted, or the network dropped
@@ -382,6 +382,17 @@ class PostgresBackend(GroupCommittedBackend):
         if self._closed:
             raise LedgerError(f"the ledger {self.url} is closed; open it again", url=self._url)
 
-    def _error(self, doing: str, exc: psycopg.Error) -> LedgerError:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return LedgerError(f"{doing} the PostgreSQL ledger {self.url}: {reason}", url=self._url)
+    def _fail(self, doing: str, exc: psycopg.Error) -> NoReturn:
+        """Raise a ``LedgerError`` saying what failed, with psycopg's reason (its first line)
+        and ``exc`` as its cause, unless any of ``exc``'s text shows the password: libpq quotes
+        what it cannot parse. Then neither is kept, and the error says what to check."""
+        said = str(exc).strip()
+        withheld = shows_password(said, self._conninfo)
+        if withheld:
+            reason = withheld_reason(self._conninfo)
+        else:
+            reason = said.splitlines()[0] if said else type(exc).__name__
+        error = LedgerError(f"{doing} the PostgreSQL ledger {self.url}: {reason}", url=self._url)
+        if withheld:
+            raise error from None
+        raise error from exc

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from typing import Final
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from assay.clock import SYSTEM_CLOCK, Clock
 from assay.defaults import DEFAULT_LEDGER_URL
 from assay.errors import LedgerError
-from assay.ledger.backend import LedgerBackend, hide_password
+from assay.ledger.backend import LedgerBackend
+from assay.ledger.credentials import hide_password, userinfo_end
 from assay.ledger.ledger import Ledger
 from assay.redaction import Redaction
 
@@ -67,6 +69,10 @@ def _sqlite(url: str, rest: str, create: bool) -> LedgerBackend:
 def _postgres(url: str, create: bool) -> LedgerBackend:
     from assay.ledger.postgres import PostgresBackend
 
+    rest = url.partition("://")[2]
+    problem = _userinfo_problem(rest[: max(userinfo_end(rest), 0)])
+    if problem is not None:
+        raise _unaccepted(url, problem)
     try:
         parts = urlsplit(url)
     except ValueError as error:  # an unclosed IPv6 bracket, say
@@ -78,6 +84,29 @@ def _postgres(url: str, create: bool) -> LedgerBackend:
     others = urlencode([(key, value) for key, value in pairs if key != "schema"])
     conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, others, parts.fragment))
     return PostgresBackend(conninfo, schema=schemas[0] if schemas else "public", create=create)
+
+
+_NOT_A_BYTE: Final = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
+def _userinfo_problem(userinfo: str) -> str | None:
+    """What in a URL's ``userinfo`` libpq would refuse, quoting it, or read apart from how
+    the URL reads; said without quoting any of it, as it holds the password."""
+    if any(stop in userinfo for stop in "@/?#"):
+        return (
+            "its user or password holds an @, /, ? or # as it is, which parsers read apart; "
+            "percent-encode each (@ as %40, / as %2F, ? as %3F, # as %23)"
+        )
+    if any(character.isspace() for character in userinfo):
+        return "its user or password holds a space; write it as %20"
+    if _NOT_A_BYTE.search(userinfo):
+        return (
+            "its user or password holds a % that does not begin a percent-encoded byte "
+            "(two hex digits); write % itself as %25"
+        )
+    if "%00" in userinfo:
+        return "its user or password holds %00, a zero byte, which libpq refuses"
+    return None
 
 
 def _unaccepted(url: str, reason: str) -> LedgerError:

@@ -1,0 +1,125 @@
+"""Passwords in a ledger's URL, kept out of everything shown: the URL, and what a database
+driver says about it.
+
+A PostgreSQL URL holds a password in its userinfo (``postgresql://user:PASSWORD@host/db``) or
+in a ``password`` query parameter; a libpq connection string (``host=db password=...``) in its
+``password`` keyword. ``hide_password`` writes each as ``***``. A password written with an
+``@``, ``/``, ``?`` or ``#`` not percent-encoded makes a URL that parsers read apart: libpq
+ends the userinfo at the first ``@`` unless a ``/`` comes first, Python's ``urlsplit`` ends the
+authority at the first ``/``, ``?`` or ``#``. So the userinfo is taken to end at the latest
+``@`` any of them could end it at (``userinfo_end``), and all of it after the first ``:`` is
+hidden.
+
+Drivers quote what they could not parse (libpq: ``invalid percent-encoded token:
+"hunter2%ZZ"``), and a password read apart reaches the host name psycopg cannot resolve.
+``shows_password`` says whether a message holds any text that could be the password or a part
+of it, and then none of that message may be shown (``withheld_reason`` says why instead):
+hiding only the matches would show where, and so what, they were.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+from urllib.parse import quote, quote_plus, unquote, unquote_plus
+
+_SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_CONNINFO_PASSWORD: Final = re.compile(r"(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'?|(?:\\.|\S)*)")
+"""libpq's ``password = value`` in a connection string; the value may be quoted, with
+backslash escapes, and is hidden up to its end even when its closing quote is missing."""
+_ESCAPE: Final = re.compile(r"\\(.)")
+_STOPS: Final = re.compile(r"[@/?#\s'\"\\]+")
+"""Where a parser may stop inside a password written in a URL's userinfo, quotes included:
+what lies between can reach a message as a host, a port or a quoted token."""
+HIDDEN: Final = "***"
+
+
+def hide_password(url: str) -> str:
+    """``url`` with any password, in its userinfo, a ``password`` query parameter or a
+    connection string's ``password=``, as ``***``."""
+    scheme = _SCHEME.match(url)
+    if scheme is None:
+        return _CONNINFO_PASSWORD.sub(rf"\g<1>{HIDDEN}", url)
+    rest = url[scheme.end() :]
+    end = userinfo_end(rest)
+    if end != -1:
+        user, colon, _ = rest[:end].partition(":")
+        if colon:
+            rest = f"{user}:{HIDDEN}{rest[end:]}"
+            end = len(user) + 1 + len(HIDDEN)
+    address, question, query = rest[end + 1 :].partition("?")
+    if question:
+        pieces = [
+            f"{key}={HIDDEN}" if _is_password(key) else f"{key}{equals}{value}"
+            for key, equals, value in (piece.partition("=") for piece in query.split("&"))
+        ]
+        rest = f"{rest[: end + 1]}{address}?{'&'.join(pieces)}"
+    return url[: scheme.end()] + rest
+
+
+def userinfo_end(rest: str) -> int:
+    """Where the userinfo of a URL ends in ``rest``, what follows its ``//``: the ``@`` libpq
+    ends it at (the first, unless a ``/`` comes before it) or, if later, the last ``@`` before
+    the first ``?``; -1 when there is no userinfo."""
+    if rest.startswith("/"):
+        return -1  # no authority: sqlite:///path, postgresql:///db
+    first = rest.find("@")
+    libpq = first if first != -1 and "/" not in rest[:first] else -1
+    query = rest.find("?")
+    last = rest.rfind("@", 0, len(rest) if query == -1 else query)
+    return max(libpq, last)
+
+
+def password_texts(conninfo: str) -> frozenset[str]:
+    """Every text a driver's message about ``conninfo`` (a URL or a connection string) could
+    show of a password it holds: each as written, decoded, encoded again (as ``open_backend``
+    re-encodes a query), unescaped, and each piece of one in a URL's userinfo between the
+    characters a parser may stop at."""
+    written: list[str] = []
+    pieces: list[str] = []
+    scheme = _SCHEME.match(conninfo)
+    if scheme is None:
+        for found in _CONNINFO_PASSWORD.finditer(conninfo):
+            value = found[2]
+            written += [value, _ESCAPE.sub(r"\1", value.strip("'"))]
+    else:
+        rest = conninfo[scheme.end() :]
+        end = userinfo_end(rest)
+        if end != -1:
+            _, colon, password = rest[:end].partition(":")
+            if colon:
+                written.append(password)
+                pieces += _STOPS.split(password)
+        _, _, query = rest[end + 1 :].partition("?")
+        for key, _, value in (piece.partition("=") for piece in query.split("&")):
+            if _is_password(key):
+                written.append(value)
+    texts = {*pieces, *written}
+    for decoded in {*map(unquote, written), *map(unquote_plus, written)}:
+        texts |= {decoded, quote(decoded, safe=""), quote_plus(decoded)}
+    texts.discard("")
+    return frozenset(texts)
+
+
+def shows_password(message: str, conninfo: str) -> bool:
+    """Whether ``message`` holds any of ``password_texts(conninfo)``, in any case."""
+    folded = message.casefold()
+    return any(text.casefold() in folded for text in password_texts(conninfo))
+
+
+def withheld_reason(conninfo: str) -> str:
+    """What to say instead of a driver's message about ``conninfo`` that shows its password."""
+    said = "the driver's reason is withheld, as it shows the password or a part of it; "
+    if _SCHEME.match(conninfo) is None:
+        return said + (
+            "check the connection string's password (in single quotes if it holds a space, "
+            "a quote written \\' and a backslash \\\\)"
+        )
+    return said + (
+        "check the URL's user and password, each percent-encoded (% as %25, @ as %40, / as "
+        "%2F, ? as %3F, # as %23, : in the user as %3A, a space as %20)"
+    )
+
+
+def _is_password(key: str) -> bool:
+    return unquote_plus(key).strip().casefold() == "password"
