@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
+import os
 import sys
 from typing import Any
 
@@ -29,7 +31,13 @@ def run(args: argparse.Namespace) -> int:
     from assay.examples.demo import run_demo
     from assay.ledger import open_ledger
 
-    console = Console(highlight=False)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich exits with 1 here, from inside the demo's task groups; the command line
+            # answers a reader that went away itself (quietly, exit 0).
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    console = _Console(highlight=False)
     try:
         with open_ledger(args.ledger) as ledger:
             return asyncio.run(run_demo(ledger, console))

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.cli.arguments import whole_number
 from assay.cli.ledger_location import memory_refusal, sqlite_path_problem
+from assay.cli.output import answer
 from assay.cli.progress import TerminalProgress
 from assay.defaults import DEFAULT_LEDGER_URL as DEFAULT_URL
 from assay.errors import AssayError, LedgerError, LedgerIntegrityError, ProofError
@@ -247,9 +248,11 @@ def run_verify(args: argparse.Namespace) -> int:
         )
         return 0
     if report.problem is not None:
-        print(f"FAILED {report.source}: {report.problem}")
-        print(f"  {report.size} entries verified before it")
-        return 1
+        return answer(
+            1,
+            f"FAILED {report.source}: {report.problem}",
+            f"  {report.size} entries verified before it",
+        )
     extends = f"; it extends the trusted head {trusted}" if trusted is not None else ""
     print(
         f"OK {report.source}: {_count(report.size, 'entry', 'entries')}, chain and Merkle tree "
@@ -281,6 +284,7 @@ def run_export(args: argparse.Namespace) -> int:
         return code
     except AssayError as error:
         return _failed(error, args)
+    sys.stdout.flush()  # the entries are out before the count says so
     print(f"exported {_count(count, 'entry', 'entries')}", file=sys.stderr)
     return 0
 
@@ -311,6 +315,7 @@ def run_query(args: argparse.Namespace) -> int:
         return _failed(error, args)
     for entry in found:
         print(_entry_json(entry))
+    sys.stdout.flush()  # the entries are out before the count says so
     print(_count(len(found), "entry", "entries"), file=sys.stderr)
     return 0
 

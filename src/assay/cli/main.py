@@ -5,7 +5,8 @@ Exit codes, shared by every subcommand:
     0  success (for ``verify``: the expression held)
     1  a definite negative answer (for ``verify``: it did not hold, or could not be evaluated;
        for ``ledger``: the ledger fails its checks, the first bad entry named)
-    2  usage error or invalid input (bad arguments, unreadable state, expression syntax)
+    2  usage error or invalid input (bad arguments, unreadable state, expression syntax), or
+       an answer that could not be written to standard output (a full disk): it is incomplete
    70  internal error: a bug in assay (the traceback with ASSAY_DEBUG=1)
 """
 
@@ -15,16 +16,19 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import TextIO, cast
 
 from assay import __version__
 from assay.cli import demo, example, ledger, mcp, serve, verify, workflow
 from assay.cli.arguments import refuse_undecodable
+from assay.cli.output import OutputError, WatchedOutput, discard_stdout
 
 EXIT_CODES = """exit codes:
   0  success (verify: the expression held)
   1  negative answer (verify: it did not hold or could not be evaluated;
      ledger: the ledger fails its checks)
-  2  usage error or invalid input
+  2  usage error or invalid input, or output that could not be written
+     (a full disk; what was written is incomplete)
  70  internal error (a bug in assay)
 """
 
@@ -71,6 +75,37 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
+    stdout = sys.stdout
+    sys.stdout = cast(TextIO, WatchedOutput(stdout))
+    command, code = "assay", None
+    try:
+        try:
+            args = _parse(argv)
+        except SystemExit:  # help, a version or a usage error, printed
+            sys.stdout.flush()
+            raise
+        if args is not None:
+            command = _command_name(args)
+            code = _run(args)
+        sys.stdout.flush()  # the whole answer is out before the exit code says so
+        return 2 if code is None else code
+    # The command's own exit code stands when it failed (a ledger that fails its checks still
+    # exits 1); output that failed a command that succeeded is no success.
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`); nothing more to say to it.
+        discard_stdout()
+        return code or 0
+    except OutputError as error:
+        # A full disk is the output's failure, not assay's: say what did not arrive.
+        discard_stdout()
+        print(f"{command}: error: {error}", file=sys.stderr)
+        return code or error.code or 2
+    finally:
+        sys.stdout = stdout
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace | None:
+    """The arguments, or None (the help printed) when no command is given."""
     parser = build_parser()
     problem = refuse_undecodable(sys.argv[1:] if argv is None else argv)
     if problem is not None:
@@ -78,16 +113,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
-        return 2
+        return None
+    return args
+
+
+def _command_name(args: argparse.Namespace) -> str:
+    """``assay ledger export``, ``assay verify``: the command the arguments run."""
+    words = (getattr(args, name, None) for name in ("command", "ledger_command"))
+    return " ".join(["assay", *(word for word in words if word)])
+
+
+def _output_failure(error: Exception) -> OutputError | BrokenPipeError | None:
+    """The output failure behind ``error`` when a task group (the demo's) gathered one and
+    nothing else."""
+    if not isinstance(error, ExceptionGroup):
+        return None
+    failed, rest = error.split((OutputError, BrokenPipeError))
+    if failed is None or rest is not None:
+        return None
+    leaf: BaseException = failed
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return leaf if isinstance(leaf, OutputError | BrokenPipeError) else None
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         code: int = args.run(args)
-    except BrokenPipeError:
-        # The reader went away (e.g. `| head`); nothing more to say to it.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    except (BrokenPipeError, OutputError):
+        raise  # main's to answer, as for a write after the command
     except KeyboardInterrupt:
         return 130
     except Exception as error:
+        failed = _output_failure(error)
+        if failed is not None:
+            raise failed from error
         if os.environ.get("ASSAY_DEBUG"):
             raise
         print(

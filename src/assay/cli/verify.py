@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from assay.cli.arguments import whole_number
 from assay.cli.ledger_location import sqlite_path_problem
+from assay.cli.output import answer
 from assay.defaults import DEFAULT_POLL_INTERVAL_MS, DEFAULT_TIMEOUT_MS, HTTP_READ_TIMEOUT
 from assay.errors import AssayError, ContractError, ExpressionSyntaxError, ProbeConfigError
 
@@ -438,5 +439,4 @@ def run(args: argparse.Namespace) -> int:
                 ledger.append("verdict", outcome.model_dump(mode="json"))
         except AssayError as error:
             return _fail(f"cannot record the verdict: {error}")
-    print(outcome.model_dump_json(indent=2))
-    return 0 if outcome.passed else 1
+    return answer(0 if outcome.passed else 1, outcome.model_dump_json(indent=2))
