@@ -338,3 +338,16 @@ def test_an_entry_deleted_from_the_middle_fails_the_ledger_naming_it(
     assert capsys.readouterr().err == (
         f"assay ledger: error: there is no entry 6; the ledger {ledger_url} holds entries 1 to 5\n"
     )
+
+
+def test_query_for_checkpoints_says_they_are_no_entries_and_where_they_are(
+    ledger_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ledger", "query", "--kind", "checkpoint", "--ledger", ledger_url]) == 2
+    assert capsys.readouterr() == (
+        "",
+        "assay ledger: error: --kind: checkpoints are not entries, so no entry has kind "
+        'checkpoint; `assay ledger export` lists the checkpoints (its {"checkpoint": ...} '
+        "lines, after the entries) and `assay ledger verify` checks them. --kind takes commit, "
+        "escalation, fire, park, refusal, resume, settlement or verdict\n",
+    )

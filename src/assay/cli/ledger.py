@@ -93,7 +93,12 @@ def register(commands: Any) -> None:
         query.add_argument(
             f"--{name}", dest=f"{name}_id", metavar="ID", help=f"only this {name}'s entries"
         )
-    query.add_argument("--kind", metavar="KIND", help="fire, refusal, settlement, verdict, ...")
+    query.add_argument(
+        "--kind",
+        metavar="KIND",
+        help="fire, refusal, settlement, verdict, commit, escalation, park or resume "
+        "(checkpoints are no entries: export lists them)",
+    )
     query.add_argument("--since", metavar="TIME", help="only entries at or after TIME")
     query.add_argument("--until", metavar="TIME", help="only entries before TIME")
     query.add_argument("--after", type=int, default=0, metavar="SEQ", help="only after SEQ")
@@ -290,8 +295,17 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_query(args: argparse.Namespace) -> int:
+    from assay.ledger.entry import KINDS, EntryKind
     from assay.ledger.verification import checked_entry
 
+    if args.kind == EntryKind.CHECKPOINT:
+        kinds = sorted(KINDS - {EntryKind.CHECKPOINT})
+        return _fail(
+            "--kind: checkpoints are not entries, so no entry has kind checkpoint; "
+            '`assay ledger export` lists the checkpoints (its {"checkpoint": ...} lines, '
+            "after the entries) and `assay ledger verify` checks them. --kind takes "
+            f"{', '.join(kinds[:-1])} or {kinds[-1]}"
+        )
     try:
         with _open(args) as ledger:
             found = ledger.query(
