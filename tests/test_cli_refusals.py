@@ -351,3 +351,24 @@ def test_query_for_checkpoints_says_they_are_no_entries_and_where_they_are(
         "lines, after the entries) and `assay ledger verify` checks them. --kind takes commit, "
         "escalation, fire, park, refusal, resume, settlement or verdict\n",
     )
+
+
+@pytest.mark.parametrize("after", ["-5", "-1", "five"])
+def test_query_after_a_seq_that_is_none_is_refused_as_http_refuses_it(
+    ledger_url: str, after: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["ledger", "query", "--after", after, "--ledger", ledger_url])
+    assert exited.value.code == 2
+    assert (
+        "assay ledger query: error: argument --after: expected an entry's seq, or 0 to start "
+        f"from the first entry; got '{after}'\n"
+    ) in capsys.readouterr().err
+    assert main(["ledger", "query", "--after", "0", "--ledger", ledger_url]) == 0
+    assert [json.loads(line)["seq"] for line in capsys.readouterr().out.splitlines()] == [
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]

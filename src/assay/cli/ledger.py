@@ -101,7 +101,13 @@ def register(commands: Any) -> None:
     )
     query.add_argument("--since", metavar="TIME", help="only entries at or after TIME")
     query.add_argument("--until", metavar="TIME", help="only entries before TIME")
-    query.add_argument("--after", type=int, default=0, metavar="SEQ", help="only after SEQ")
+    query.add_argument(
+        "--after",
+        type=_seq_after,
+        default=0,
+        metavar="SEQ",
+        help="only entries after entry SEQ (default 0: from the first)",
+    )
     query.add_argument(
         "--limit", type=whole_number("entries"), metavar="N", help="at most N entries"
     )
@@ -146,6 +152,19 @@ def register(commands: Any) -> None:
     add_ledger_option(prove)
     prove.add_argument("seq", type=int, metavar="SEQ")
     prove.set_defaults(run=run_prove)
+
+
+def _seq_after(text: str) -> int:
+    """An argparse ``type`` for ``--after``: a seq, or 0 for before the first entry."""
+    try:
+        seq = int(text)
+    except ValueError:
+        seq = -1
+    if seq < 0:
+        raise argparse.ArgumentTypeError(
+            f"expected an entry's seq, or 0 to start from the first entry; got {text!r}"
+        )
+    return seq
 
 
 def _open(args: argparse.Namespace) -> Ledger:
