@@ -71,3 +71,29 @@ def test_a_checkpoint_naming_none_of_the_keys_names_its_key_and_the_keys_given(
         f"public keys given is it ({first.key_id}, {stranger.key_id}); give the key that "
         "signed it as well"
     )
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ('{"checkpoint":', "line 3 is not JSON (Expecting value: line 1 column 15 (char 14))"),
+        ('{"checkpoint": {"size": 1,', "line 3 is not JSON (Expecting property name enclosed "
+         "in double quotes: line 1 column 27 (char 26))"),
+        ('{"checkpoint":' + "[" * 100_000, "line 3 nests too deeply to read"),
+        ('{"checkpoint": 5}', "line 3 holds a number where a checkpoint's fields belong"),
+        ('{"checkpoint": null}', "line 3 holds null where a checkpoint's fields belong"),
+        ('{"checkpoint": {}, "x": 1, "a": 2}',
+         "line 3 holds 'a', 'x' beside \"checkpoint\"; a checkpoint line holds only it"),
+    ],
+)  # fmt: skip
+def test_an_export_line_that_holds_no_checkpoint_says_what_it_holds(line: str, reason: str) -> None:
+    ledger = open_ledger("memory:")
+    ledger.append("fire", {"n": 1})
+    ledger.append("fire", {"n": 2})
+    exported = io.StringIO()
+    export_jsonl(ledger.backend, exported)
+    report = verify_jsonl([*exported.getvalue().splitlines(keepends=True), line + "\n"])
+    assert report.problem is not None
+    assert (report.size, report.checkpoints) == (2, 0)
+    assert (report.problem.checkpoint, report.problem.field) == (1, "checkpoint")
+    assert str(report.problem) == f"checkpoint 1: {reason}"

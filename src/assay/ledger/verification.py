@@ -28,8 +28,9 @@ import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from assay.errors import CheckpointError, LedgerIntegrityError
+from assay.expr.path import json_type_name
 from assay.ledger.backend import BATCH, LedgerBackend, StoredCheckpoint, StoredRow
-from assay.ledger.checkpoint import key_id, load_public_key, verify_checkpoint
+from assay.ledger.checkpoint import Checkpoint, key_id, load_public_key, verify_checkpoint
 from assay.ledger.entry import (
     GENESIS_HASH,
     Entry,
@@ -234,11 +235,10 @@ def verify_jsonl(
     """
     rows: list[StoredRow] = []
     checkpoints: list[StoredCheckpoint] = []
-    for line in lines:
+    for number, line in enumerate(lines, start=1):
         text = line.removesuffix("\n")
-        fields = _checkpoint_line(text)
-        if fields is not None:
-            checkpoints.append(StoredCheckpoint(len(checkpoints) + 1, fields))
+        if text.startswith(_CHECKPOINT_LINE):
+            checkpoints.append(_checkpoint_line(text, len(checkpoints) + 1, number))
         elif text.strip(_JSON_WHITESPACE):
             rows.append(StoredRow(len(rows) + 1, text.encode("utf-8", "surrogateescape"), {}))
     return _verify(
@@ -250,15 +250,38 @@ _JSON_WHITESPACE: Final = " \t\r\n"
 """What ``verify_jsonl`` skips as a blank line when a line holds only these."""
 
 
-def _checkpoint_line(text: str) -> dict[str, object] | None:
-    if not text.startswith('{"checkpoint":'):
-        return None
+_CHECKPOINT_LINE: Final = '{"checkpoint":'
+"""How a checkpoint line of an export begins: ``{"checkpoint": {...}}``."""
+
+
+@dataclass(frozen=True, slots=True)
+class _UnreadableCheckpoint(StoredCheckpoint):
+    """A checkpoint line that holds no checkpoint's fields to check: ``reason`` says why."""
+
+    reason: str = ""
+
+    def checkpoint(self) -> Checkpoint:
+        raise CheckpointError(f"checkpoint {self.number}: {self.reason}", field="checkpoint")
+
+
+def _checkpoint_line(text: str, number: int, line: int) -> StoredCheckpoint:
+    """Checkpoint ``number`` of an export, read from its line ``line``."""
     try:
         data = json.loads(text)
-    except (ValueError, RecursionError):
-        return {}
-    fields = data.get("checkpoint") if isinstance(data, dict) else None
-    return dict(fields) if isinstance(fields, dict) else {}
+    except RecursionError:
+        return _UnreadableCheckpoint(number, {}, f"line {line} nests too deeply to read")
+    except ValueError as error:
+        return _UnreadableCheckpoint(number, {}, f"line {line} is not JSON ({error})")
+    if set(data) != {"checkpoint"}:  # it begins '{"checkpoint":', so it is an object
+        others = ", ".join(repr(key) for key in sorted(data) if key != "checkpoint")
+        reason = f'line {line} holds {others} beside "checkpoint"; a checkpoint line holds only it'
+        return _UnreadableCheckpoint(number, {}, reason)
+    fields = data["checkpoint"]
+    if not isinstance(fields, dict):
+        kind = json_type_name(fields)
+        reason = f"line {line} holds {kind} where a checkpoint's fields belong"
+        return _UnreadableCheckpoint(number, {}, reason)
+    return StoredCheckpoint(number, fields)
 
 
 def _keys(public_key: PublicKeys | None) -> dict[str, Ed25519PublicKey]:
