@@ -12,7 +12,7 @@ import pytest
 
 from assay.cli.main import main
 from assay.host.wire import MAX_WAIT_MS
-from assay.ledger import open_ledger
+from assay.ledger import SigningKey, open_ledger
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
@@ -372,3 +372,50 @@ def test_query_after_a_seq_that_is_none_is_refused_as_http_refuses_it(
         4,
         5,
     ]
+
+
+# Keys
+
+
+def test_a_public_key_that_cannot_be_loaded_is_named_by_its_file(
+    ledger_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    junk, private = tmp_path / "junk.pub", tmp_path / "signing.pem"
+    junk.write_text("not a key\n")
+    SigningKey.generate().save(private)
+    assert main(["ledger", "verify", "--public-key", str(junk), "--ledger", ledger_url]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"assay ledger: error: {junk}: expected a PEM Ed25519 public key; it could not be loaded ("
+    )
+    assert main(["ledger", "verify", "--public-key", str(private), "--ledger", ledger_url]) == 2
+    assert capsys.readouterr().err == (
+        f"assay ledger: error: {private} holds a private key; --public-key takes its public "
+        f"key, which `assay ledger keygen` writes beside it as {private}.pub\n"
+    )
+
+
+def test_an_encrypted_signing_key_is_refused_saying_what_to_do(
+    ledger_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    encrypted = tmp_path / "encrypted.pem"
+    encrypted.write_bytes(
+        Ed25519PrivateKey.generate().private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(b"secret"),
+        )
+    )
+    arguments = ["ledger", "checkpoint", "--signing-key", str(encrypted), "--ledger", ledger_url]
+    assert main(arguments) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"assay ledger: error: {encrypted} is an encrypted private key, and checkpoint takes "
+        "an unencrypted one (as assay ledger keygen writes it); decrypt a copy that only you "
+        f"can read (umask 077; openssl pkey -in {encrypted} -out PLAIN.pem) and give that, or "
+        "make a new key with assay ledger keygen FILE\n",
+    )
+    with open_ledger(ledger_url) as ledger:
+        assert ledger.checkpoints() == []

@@ -26,9 +26,17 @@ from assay.cli.ledger_location import memory_refusal, sqlite_path_problem
 from assay.cli.output import answer
 from assay.cli.progress import TerminalProgress
 from assay.defaults import DEFAULT_LEDGER_URL as DEFAULT_URL
-from assay.errors import AssayError, LedgerError, LedgerIntegrityError, ProofError
+from assay.errors import (
+    AssayError,
+    LedgerError,
+    LedgerIntegrityError,
+    ProofError,
+    SigningKeyError,
+)
 
 if TYPE_CHECKING:  # the ledger (and cryptography) load only when a command runs
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     from assay.ledger import Ledger
     from assay.ledger.entry import Entry
 
@@ -225,7 +233,7 @@ def run_verify(args: argparse.Namespace) -> int:
     from assay.ledger import verify_jsonl, verify_ledger
     from assay.ledger.proof import TreeHead
 
-    keys: list[bytes] = []
+    keys: list[Ed25519PublicKey] = []
     trusted = None
     if args.trusted_head is not None:
         try:
@@ -233,11 +241,10 @@ def run_verify(args: argparse.Namespace) -> int:
         except ProofError as error:
             return _fail(f"--trusted-head: {error}")
     for path in args.public_key or ():
-        try:
-            with open(path, "rb") as handle:
-                keys.append(handle.read())
-        except OSError as error:
-            return _fail(f"cannot read the public key {path!r}: {error.strerror}")
+        key = _public_key(path)
+        if isinstance(key, str):
+            return _fail(key)
+        keys.append(key)
     try:
         if args.export == "-":
             lines = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
@@ -445,15 +452,49 @@ def run_keygen(args: argparse.Namespace) -> int:
     return 0
 
 
+def _public_key(path: str) -> Ed25519PublicKey | str:
+    """The public key in the file at ``path``, or what is wrong with it, naming the file."""
+    from assay.ledger.checkpoint import load_public_key
+
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        return f"cannot read the public key {path!r}: {error.strerror}"
+    try:
+        return load_public_key(data, source=path)
+    except SigningKeyError as error:
+        if b"PRIVATE KEY-----" in data:
+            return (
+                f"{path} holds a private key; --public-key takes its public key, which "
+                f"`assay ledger keygen` writes beside it as {path}.pub"
+            )
+        return str(error)
+
+
 def run_checkpoint(args: argparse.Namespace) -> int:
     from assay.ledger import SigningKey
 
+    path = args.signing_key
     try:
-        key = SigningKey.from_file(args.signing_key)
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        return _fail(f"cannot read the signing key {path!r}: {error.strerror}")
+    try:
+        key = SigningKey.from_pem(data, source=path)
+    except SigningKeyError as error:
+        if b"ENCRYPTED" not in data:
+            return _fail(str(error))
+        return _fail(
+            f"{path} is an encrypted private key, and checkpoint takes an unencrypted one (as "
+            "assay ledger keygen writes it); decrypt a copy that only you can read "
+            f"(umask 077; openssl pkey -in {shlex.quote(path)} -out PLAIN.pem) and give that, "
+            "or make a new key with assay ledger keygen FILE"
+        )
+    try:
         with _open(args) as ledger:
             checkpoint = ledger.checkpoint(key)
-    except OSError as error:
-        return _fail(f"cannot read the signing key {args.signing_key!r}: {error.strerror}")
     except AssayError as error:
         return _fail(str(error))
     print(checkpoint.model_dump_json(indent=2))
