@@ -355,3 +355,46 @@ def test_a_fire_made_after_the_change_landed_is_not_credited_with_it_or_held_by_
     assert (again.answer, again.error, again.commit) == ("unobservable", None, [])
     assert again.why.startswith("The contract holds, but it held before the action fired too")
     assert len(s.claims) <= 1  # nothing pending could rest on an older change
+
+
+LAMP = build_navigation_graph(
+    "lamp",
+    pages={
+        "room": {
+            "actions": {
+                "switch_on": {
+                    "does": "Switch the lamp on; declares no writes, only a contract",
+                    "verify_expression": "lamp.on === true",
+                }
+            }
+        }
+    },
+)
+
+
+def test_two_pending_fires_with_only_a_contract_answer_worked_once_for_one_flip() -> None:
+    # Two fires that declare no writes, pending when the lamp came on once, both answered
+    # worked: with nothing declared, nothing was claimed. The keys the contract reads are
+    # such a fire's evidence.
+    async def main(clock: VirtualClock) -> Any:
+        s = LAMP.create_session(node="room", state={"lamp": {"on": False}}, clock=clock)
+        s.register_actions("room", handlers={"switch_on": lambda args: None})
+        first, second = s.fire("room.switch_on"), s.fire("room.switch_on")
+        s.report({"lamp.on": True})
+        await s.wait(first.transition_id or "", 5)
+        await s.wait(second.transition_id or "", 5)
+        later = s.fire("room.switch_on")  # fired once the lamp was on: held before
+        await s.wait(later.transition_id or "", 5)
+        return [s.did_it_work(f.transition_id or "") for f in (first, second, later)]
+
+    worked, other, later = run(main)
+    assert (worked.answer, worked.error, worked.commit) == ("worked", None, [])
+    assert (other.answer, other.error) == (
+        "unobservable",
+        unattributed("lamp.on", "room.switch_on#1"),
+    )
+    assert later.answer == "unobservable"
+    assert later.why is not None and later.why.startswith(
+        "The contract holds, but it held before the action fired too, and none of the keys "
+        "it reads changed"
+    )

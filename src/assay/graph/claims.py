@@ -2,7 +2,8 @@
 
 Two fires pending on one substrate can both see one change: two sends of one message id,
 which the application delivers once. Whichever of them settles on it first claims it (the
-changes to its declared keys from its fire to its settlement). Another fire has an effect of
+changes to its declared keys from its fire to its settlement; for an action that declares
+none, to the keys its contract reads). Another fire has an effect of
 its own only if a key its evidence rests on changed while it was pending outside every
 version range another fire has claimed for that key; otherwise which of them made the
 change cannot be told from the state, and it is no evidence that this one did anything.

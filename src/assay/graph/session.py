@@ -313,7 +313,7 @@ class Session:
                 transition.already_true = check.conditions
         if not self._recorded_fire(transition):
             return self.result(transition)
-        if writes and predicate is not None:
+        if predicate is not None:
             self.claims.expect(transition)  # it checks, before it settles, whose change it saw
         timeout = verify_timeout_ms if verify_timeout_ms is not None else spec.verify_timeout_ms
         transition.verify_timeout_ms = timeout
@@ -477,14 +477,20 @@ class Session:
         current = self.store.current
         changes = self._changes(transition, current)
         transition.commit = summarize_changes(changes, self.redaction)
+        read = (
+            [parse_path(key) for key in transition.predicate.keys] if transition.predicate else []
+        )
+        if not transition.writes:
+            # Nothing declared: the keys its contract reads are all its evidence (two fires
+            # pending when a lamp came on once must not both be credited with it).
+            changes = self.store.changes_between(transition.before, current)
+        read_changes = [c for c in changes if any(related(c.path, key) for key in read)]
+        if not transition.writes:
+            changes = read_changes
         if not changes:
             return []
         # Its evidence: the changes its contract reads (a send of m1 rests on m1's status,
         # not on the count that a send of m2 moves too); all of them if it reads none.
-        read = (
-            [parse_path(key) for key in transition.predicate.keys] if transition.predicate else []
-        )
-        read_changes = [c for c in changes if any(related(c.path, key) for key in read)]
         evidence = read_changes or changes
         claims = self.claims.claimants(transition, self.id, current.version, evidence)
         if claims:
