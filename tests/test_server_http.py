@@ -21,6 +21,7 @@ from assay.ledger import Ledger, SQLiteBackend
 from assay.ledger.proof import ConsistencyProof, InclusionProof
 from assay.server import create_app
 from http_daemon import TOKENS, bearer, serving
+from test_timeline_check import alter
 
 pytestmark = pytest.mark.anyio
 
@@ -518,3 +519,55 @@ async def test_a_ledger_that_fails_is_503_and_once_evidence_stops_no_retry_is_of
         assert health.status_code == 503
         assert health.json()["status"] == "evidence-stopped"
         assert "restart once the ledger is back" in health.json()["error"]
+
+
+async def test_an_entry_that_cannot_be_read_is_a_409_naming_it_and_the_page_still_shows(
+    outpost: Outpost, tmp_path: Path
+) -> None:
+    # It was a 503 "ledger-unavailable" with Retry-After: 1, and the page a problem+json:
+    # retrying cannot fix an entry altered where it is stored.
+    path = tmp_path / "ledger.db"
+    ledger = Ledger(SQLiteBackend(path))
+    try:
+        async with (
+            serving(_outpost(outpost), ledger=ledger) as served,
+            httpx.AsyncClient(base_url=served.url, timeout=30) as http,
+        ):
+            for _ in range(6):
+                await http.post("/v1/verify", json={"expression": "true", "timeout_ms": 0})
+            alter(path, 5, "'not json'")
+            for url in ("/v1/ledger/entries/5", "/v1/ledger/entries?limit=20"):
+                refused = await http.get(url)
+                body = _problem(refused, 409, "ledger-fails-checks")
+                assert "retry-after" not in refused.headers
+                assert body["title"] == "Ledger fails its checks"
+                assert body["detail"] == (
+                    "entry 5: the stored entry is not JSON (Expecting value: line 1 column 1 "
+                    "(char 0)); the ledger was altered or damaged where it is stored, so asking "
+                    "again cannot help. Tell whoever runs this daemon: `assay ledger verify` on "
+                    "its ledger finds everything that is wrong"
+                )
+                assert (body["seq"], body["reason"]) == (
+                    5,
+                    "the stored entry is not JSON (Expecting value: line 1 column 1 (char 0))",
+                )
+            before = await http.get("/v1/ledger/entries", params={"limit": 4})
+            after = await http.get("/v1/ledger/entries", params={"after": 5})
+            assert [e["seq"] for e in before.json() + after.json()] == [1, 2, 3, 4, 6]
+            page = await http.get("/")
+            assert (await http.get("/timeline/head")).json()["size"] == 6
+    finally:
+        ledger.close()
+    assert page.status_code == 200
+    assert page.headers["content-type"] == "text/html; charset=utf-8"
+    assert 'data-verified="no"' in page.text
+    assert (
+        '<span class="status broken">does not verify</span>\n    <span class="covered"'
+    ) in page.text
+    assert "(entry 5 cannot be read)</span>" in page.text
+    assert (
+        '<li class="fault">entry 5: the stored entry is not JSON (Expecting value: line 1 '
+        "column 1 (char 0)); verify the ledger (assay ledger verify, or verify_ledger) to find "
+        "what else is wrong</li>"
+    ) in page.text
+    assert page.text.count('class="verdict"') == 5  # the other entries are shown

@@ -5,20 +5,25 @@ when it has not (an entry can be altered without the ledger growing); shown with
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from assay.clock import Timer, VirtualClock
-from assay.errors import LedgerError
+from assay.errors import LedgerEntryError, LedgerError
 from assay.ledger import Ledger, MemoryBackend, SQLiteBackend
 from assay.ledger.sqlite import SCHEMA
 from assay.ledger.verification import LedgerReport
 from assay.timeline import LedgerCheck
+from strategies import json_values
 
 
 class GatedLedger(Ledger):
@@ -235,3 +240,52 @@ def test_a_check_on_another_day_shows_its_date() -> None:
     check.current()
     clock.now += 86_400
     assert check.poll(1).headline == "verified at 2026-01-01 00:00:00 UTC, 1 entry"
+
+
+_FIELDS = ("narrative", "changed_fields", "passed", "criteria", "critique", "already_true")
+_nested = st.one_of(
+    json_values, st.fixed_dictionaries({}, optional=dict.fromkeys(_FIELDS, json_values))
+)
+_bodies = st.fixed_dictionaries(
+    {},
+    optional={
+        **dict.fromkeys(
+            ("action", "source", "args", "error", "refusal", "contract", "answer", "commit"),
+            json_values,
+        ),
+        **dict.fromkeys(
+            ("already_true", "passed", "narrative", "attempt", "iteration"), json_values
+        ),
+        **dict.fromkeys(("reason", "event", "step"), json_values),
+        "outcome": _nested,
+        "verdict": _nested,
+    },
+)
+
+
+@settings(max_examples=100)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["fire", "refusal", "settlement", "verdict", "commit"]),
+            _bodies,
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_entries_of_any_shape_are_shown_without_failing(
+    entries: list[tuple[str, dict[str, Any], bool]],
+) -> None:
+    # What is stored is not trusted to have the shape assay writes: a settlement whose
+    # outcome was a string made the page fail ('str' object has no attribute 'get').
+    from assay.timeline.page import render_timeline
+
+    ledger = Ledger(MemoryBackend())
+    for kind, body, in_run in entries:
+        where = {"run": "r-1"} if in_run else {"session": "s", "transition": "inbox.send#1"}
+        with contextlib.suppress(LedgerEntryError):  # a body the ledger refuses to store
+            ledger.append(kind, body, **where)
+    page = render_timeline(ledger, app="outpost")
+    assert page.startswith("<!doctype html>")

@@ -3,6 +3,7 @@ verification, and when that was checked."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,3 +70,27 @@ async def test_the_page_says_when_it_verified_and_finds_an_entry_altered_since(
     assert ": entry 2: hash " in later
     head = (await page.http.get("/timeline/head")).json()
     assert (head["checked"], head["checked_at"]) == (4, "2026-01-01T00:00:10Z")
+
+
+async def test_a_missing_entry_is_named_and_the_page_shows_the_rest(page: Page) -> None:
+    with sqlite3.connect(page.path) as raw:
+        raw.execute("DROP TRIGGER ledger_entries_no_delete")
+        raw.execute("DELETE FROM ledger_entries WHERE seq = 2")
+    fresh = Ledger(SQLiteBackend(page.path))  # its tree is built from what is stored now
+    try:
+        app = Starlette(routes=timeline_routes(fresh, app="outpost"))
+        async with (
+            LoopbackServer(app, name="timeline") as server,
+            httpx.AsyncClient(base_url=server.url, timeout=30) as http,
+        ):
+            shown = await http.get("/")
+            head = (await http.get("/timeline/head")).json()
+    finally:
+        fresh.close()
+    assert shown.status_code == 200
+    assert (head["size"], head["root"]) == (4, None)
+    assert "(entry 2 cannot be read)</span>" in shown.text
+    assert "· no Merkle root: an entry is missing" in shown.text
+    assert f'<li class="fault">entry 2 is missing from sqlite:///{page.path}; ' in shown.text
+    assert shown.text.count('class="verdict"') == 3
+    assert shown.text.count("is missing from") == 1

@@ -29,24 +29,37 @@ _DESCRIPTIONS: Final[Mapping[int, str]] = {
     503: "The ledger is unavailable; nothing was acknowledged",
 }
 AUTH: Final = (401, 403)
+FAILS_CHECKS: Final = (
+    "The ledger fails its checks (ledger-fails-checks): a stored entry this answer reads "
+    "cannot be read as one, or is missing (seq names it); asking again cannot help"
+)
 
 
 def errors(
-    *statuses: int, models: Mapping[int, type[BaseModel]] | None = None
+    *statuses: int,
+    models: Mapping[int, type[BaseModel]] | None = None,
+    reads_entries: bool = False,
 ) -> dict[int | str, dict[str, Any]]:
     """``responses=`` for a route: 400, 401, 403 and 503 always, plus ``statuses``, and 415
-    with 413: a route that takes a body refuses one not sent as JSON.
+    with 413: a route that takes a body refuses one not sent as JSON; with ``reads_entries``,
+    409 for a ledger that fails its checks.
 
     A 400 or 404 may come from several causes (schema, expression, contract, unknown
     session, ...), so they are declared as the base ``Problem``: every problem is one.
     """
     models = models or {}
-    declared: dict[int | str, dict[str, Any]] = {}
+    declared: dict[int, dict[str, Any]] = {}
     body = (415,) if 413 in statuses else ()
-    for status in sorted({400, *AUTH, 503, *statuses, *body}):
-        model = models.get(status, Problem)
-        declared[status] = {"model": model, "description": _DESCRIPTIONS[status]}
-    return declared
+    for status in {400, *AUTH, 503, *statuses, *body}:
+        declared[status] = {
+            "model": models.get(status, Problem),
+            "description": _DESCRIPTIONS[status],
+        }
+    if reads_entries:
+        refused = declared.get(409)
+        said = f"{refused['description']}; or: {FAILS_CHECKS}" if refused else FAILS_CHECKS
+        declared[409] = {"model": models.get(409, Problem), "description": said}
+    return dict(sorted(declared.items()))
 
 
 def shape_openapi(document: dict[str, Any], *, auth: bool) -> dict[str, Any]:

@@ -37,7 +37,7 @@ MAX_LIMIT: Final = 1000
 @router.get(
     "/entries",
     response_model=list[EntryView],
-    responses=errors(),
+    responses=errors(reads_entries=True),
     summary="Entries in seq order, after a seq, filtered by kind, session, transition, run, time",
 )
 def entries(
@@ -75,7 +75,12 @@ def entries(
     return [_view(entry) for entry in found]
 
 
-@router.get("/entries/{seq}", response_model=EntryView, responses=errors(404), summary="One entry")
+@router.get(
+    "/entries/{seq}",
+    response_model=EntryView,
+    responses=errors(404, reads_entries=True),
+    summary="One entry",
+)
 def entry(seq: Annotated[int, Path(ge=1)], host: HostDependency, who: Reader) -> EntryView:
     """Entry ``seq`` as stored."""
     found = host.ledger.entry(seq)
@@ -87,7 +92,7 @@ def entry(seq: Annotated[int, Path(ge=1)], host: HostDependency, who: Reader) ->
 @router.get(
     "/proofs/inclusion/{seq}",
     response_model=InclusionProof,
-    responses=errors(404),
+    responses=errors(404, reads_entries=True),
     summary="Proof that entry seq is in the tree of size entries (the current tree)",
 )
 def inclusion(
@@ -112,7 +117,7 @@ def inclusion(
 @router.get(
     "/proofs/consistency",
     response_model=ConsistencyProof,
-    responses=errors(),
+    responses=errors(reads_entries=True),
     summary="Proof that the tree of old entries is a prefix of the tree of new entries",
 )
 def consistency(
@@ -142,7 +147,12 @@ def consistency(
     return host.ledger.consistency(old, new)
 
 
-@router.get("/head", response_model=TreeHead, responses=errors(), summary="Size and Merkle root")
+@router.get(
+    "/head",
+    response_model=TreeHead,
+    responses=errors(reads_entries=True),
+    summary="Size and Merkle root",
+)
 def head(host: HostDependency, who: Reader) -> TreeHead:
     """The tree head, after taking in what other daemons stored."""
     return host.ledger.tree_head()

@@ -27,6 +27,7 @@ from assay.errors import (
     IdempotencyKeyReusedError,
     LedgerEntryError,
     LedgerError,
+    LedgerIntegrityError,
     NotFoundError,
     ProofError,
     RequestError,
@@ -260,6 +261,8 @@ async def _not_found(request: Request, error: Exception) -> ProblemResponse:
 
 async def _ledger(request: Request, error: Exception) -> ProblemResponse:
     assert isinstance(error, LedgerError)
+    if isinstance(error, LedgerIntegrityError):
+        return _fails_checks(request, error)
     logger.error("ledger unavailable: %s", error)
     if isinstance(error, EvidenceStoppedError):  # a retry cannot help: it takes a restart
         detail, headers = f"{error}; nothing was acknowledged", {}
@@ -268,6 +271,29 @@ async def _ledger(request: Request, error: Exception) -> ProblemResponse:
         headers = {"Retry-After": "1"}
     return problem_response(
         request, 503, "ledger-unavailable", "Ledger unavailable", detail, headers=headers
+    )
+
+
+def _fails_checks(request: Request, error: LedgerIntegrityError) -> ProblemResponse:
+    """409: what is stored is not a ledger entry (or one is missing). Not the request's
+    fault, and not transient: asking again reads the same bytes."""
+    logger.error("the ledger fails its checks: %s", error)
+    if error.seq is None and error.checkpoint is not None:
+        subject = f"checkpoint {error.checkpoint}"
+    else:
+        subject = "an entry" if error.seq is None else f"entry {error.seq}"
+    reason = "it is missing" if error.reason == "missing" else error.reason
+    said = reason if reason.startswith(f"{subject} ") else f"{subject}: {reason}"
+    return problem_response(
+        request,
+        409,
+        "ledger-fails-checks",
+        "Ledger fails its checks",
+        f"{said}; the ledger was altered or damaged where it is stored, so asking again cannot "
+        "help. Tell whoever runs this daemon: `assay ledger verify` on its ledger finds "
+        "everything that is wrong",
+        seq=error.seq,
+        reason=error.reason,
     )
 
 

@@ -123,7 +123,7 @@ def _names(workflows: Workflows) -> list[str]:
 @router.get(
     "/runs",
     response_model=RunList,
-    responses=errors(404),
+    responses=errors(404, reads_entries=True),
     summary="The workflow runs in the ledger, a page at a time, optionally of one status",
 )
 def runs(
@@ -148,7 +148,7 @@ def runs(
 @router.get(
     "/runs/{run_id}",
     response_model=RunRecord,
-    responses=errors(404),
+    responses=errors(404, reads_entries=True),
     summary="One workflow run: status, committed steps, why it parked",
 )
 def run(

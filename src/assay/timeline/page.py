@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
+from assay.errors import LedgerIntegrityError
 from assay.ledger.ledger import Ledger
 from assay.redaction import Redaction
 from assay.timeline.check import LedgerCheck
@@ -58,18 +59,23 @@ def timeline_routes(
     async def head(request: Request) -> JSONResponse:
         if guard is not None:
             guard(request)
-        tree = await asyncio.to_thread(ledger.tree_head)
-        status = check.poll(tree.size)
+        size, root = await asyncio.to_thread(_head, ledger)
+        status = check.poll(size)
         return JSONResponse(
-            {
-                "size": tree.size,
-                "root": tree.root,
-                "checked": status.size,
-                "checked_at": status.started,
-            }
+            {"size": size, "root": root, "checked": status.size, "checked_at": status.started}
         )
 
     return [
         Route("/", page, methods=["GET"], include_in_schema=False),
         Route("/timeline/head", head, methods=["GET"], include_in_schema=False),
     ]
+
+
+def _head(ledger: Ledger) -> tuple[int, str | None]:
+    """The ledger's size and root; no root when a stored entry is missing (the page, which
+    reads the entries, names it)."""
+    try:
+        tree = ledger.tree_head()
+    except LedgerIntegrityError:
+        return ledger.backend.size(), None
+    return tree.size, tree.root

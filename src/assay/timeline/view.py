@@ -3,7 +3,9 @@
 Everything the page shows comes from stored entries: a transition is its ``fire`` (or
 ``refusal``) entry joined with its ``settlement`` entry; a verify answer is a ``verdict``
 entry without a run; a workflow run is every entry carrying that run id. So what a person
-reads on the page is what the ledger proves, and nothing else.
+reads on the page is what the ledger proves, and nothing else. A stored entry that cannot be
+read as one (altered or damaged where it is stored) is named as the ledger's fault, and the
+page shows the rest; a field of an unexpected shape is shown as absent.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.ledger.entry import Entry
+from assay.errors import LedgerIntegrityError
+from assay.ledger.entry import Entry, entry_from_canonical
 from assay.ledger.ledger import Ledger
 from assay.timeline.check import CheckStatus
 
@@ -79,11 +82,13 @@ class Timeline:
     """What the page shows: sessions, verify verdicts, runs, and the ledger's status: whether
     it ``verified``, what that covers (``covered``: when, how many entries) and in more
     words (``verification``), as of the check that covered its first ``checked`` entries,
-    started at ``checked_at`` (RFC 3339)."""
+    started at ``checked_at`` (RFC 3339). ``faults`` name the entries that could not be
+    read for the page (the ledger does not verify, whatever the last check found); ``root``
+    is ``None`` when the tree could not be built."""
 
     size: int
     first_seq: int
-    root: str
+    root: str | None
     verified: bool | None
     verification: str
     covered: str
@@ -92,6 +97,7 @@ class Timeline:
     sessions: list[SessionView]
     verdicts: list[VerdictView]
     runs: list[RunView]
+    faults: list[str] = field(default_factory=list)
 
 
 def build_timeline(
@@ -102,9 +108,17 @@ def build_timeline(
 ) -> Timeline:
     """The timeline of the latest ``window`` entries, with ``check``, the ledger's last full
     check (none: not checked)."""
-    head = ledger.tree_head()
-    first = max(1, head.size - window + 1)
-    entries = ledger.read(first, head.size + 1) if head.size else []
+    faults: list[LedgerIntegrityError] = []
+    unbuilt: LedgerIntegrityError | None = None
+    try:
+        head = ledger.tree_head()
+        size, root = head.size, head.root
+    except LedgerIntegrityError as fault:  # a stored entry is missing: no tree to build
+        size, root, unbuilt = ledger.backend.size(), None, fault
+    first = max(1, size - window + 1)
+    entries = _read(ledger, first, size + 1, faults) if size else []
+    if unbuilt is not None and all(fault.seq != unbuilt.seq for fault in faults):
+        faults.insert(0, unbuilt)  # missing before the entries shown
     sessions: dict[str, SessionView] = {}
     transitions: dict[tuple[str, str], TransitionView] = {}
     verdicts: list[VerdictView] = []
@@ -123,24 +137,63 @@ def build_timeline(
                 _settle(known, entry)
         elif entry.kind == "verdict":
             verdicts.append(_verdict(entry))
+    said = list(dict.fromkeys(str(fault) for fault in faults))
     return Timeline(
-        size=head.size,
+        size=size,
         first_seq=first,
-        root=head.root,
-        verified=check.ok if check is not None else None,
+        root=root,
+        verified=False if faults else check.ok if check is not None else None,
         verification=_described(check),
-        covered=check.covered if check is not None else "",
+        covered=_covered(faults, check),
         checked=check.size if check is not None else None,
         checked_at=check.started if check is not None else None,
         sessions=list(sessions.values()),
         verdicts=verdicts,
         runs=list(runs.values()),
+        faults=said,
     )
 
 
+def _read(ledger: Ledger, start: int, stop: int, faults: list[LedgerIntegrityError]) -> list[Entry]:
+    """The entries from ``start`` to before ``stop`` that can be read; each that cannot, or is
+    missing, is added to ``faults``."""
+    entries: list[Entry] = []
+    expected = start
+    for seq, text in ledger.backend.read_canonical(start, stop):
+        if seq != expected:
+            faults.append(_missing(ledger, expected))
+        expected = seq + 1
+        try:
+            entries.append(entry_from_canonical(text, seq))
+        except LedgerIntegrityError as fault:
+            faults.append(fault)
+    if expected < stop:
+        faults.append(_missing(ledger, expected))
+    return entries
+
+
+def _missing(ledger: Ledger, seq: int) -> LedgerIntegrityError:
+    return LedgerIntegrityError(
+        f"entry {seq} is missing from {ledger.url}; verify the ledger (assay ledger verify) to "
+        "find what else is wrong",
+        seq=seq,
+        reason="missing",
+        field="seq",
+    )
+
+
+def _covered(faults: list[LedgerIntegrityError], check: CheckStatus | None) -> str:
+    if faults:
+        seqs = sorted({fault.seq for fault in faults if fault.seq is not None})
+        named = ", ".join(str(seq) for seq in seqs[:3]) + (", …" if len(seqs) > 3 else "")
+        return f"(entr{'y' if len(seqs) == 1 else 'ies'} {named} cannot be read)"
+    return check.covered if check is not None else ""
+
+
 def _fired(entry: Entry) -> TransitionView:
-    body = entry.body if isinstance(entry.body, dict) else {}
+    body = _object(entry.body)
     refused = entry.kind == "refusal"
+    already_true = body.get("already_true")
     return TransitionView(
         session=entry.session or "",
         transition=entry.transition or "",
@@ -150,47 +203,46 @@ def _fired(entry: Entry) -> TransitionView:
         fired_at=entry.timestamp,
         fire_seq=entry.seq,
         status="refused" if refused else "pending",
-        already_true=body.get("already_true"),
-        error=body.get("error") if refused else None,
-        refusal=body.get("refusal"),
-        contract=body.get("contract"),
+        already_true=_conditions(already_true) if already_true is not None else None,
+        error=_text(body.get("error")) if refused else None,
+        refusal=_text(body.get("refusal")),
+        contract=_text(body.get("contract")),
         settle_seq=entry.seq if refused else None,
     )
 
 
 def _settle(row: TransitionView, entry: Entry) -> None:
-    body = entry.body if isinstance(entry.body, dict) else {}
-    outcome = body.get("outcome") or {}
+    body = _object(entry.body)
+    outcome = _object(body.get("outcome"))
     row.status = str(body.get("answer", "settled"))
     row.settled_at = entry.timestamp
     row.settle_seq = entry.seq
-    row.narrative = outcome.get("narrative")
-    row.changed_fields = list(outcome.get("changed_fields") or body.get("commit") or [])
-    row.error = body.get("error")
+    row.narrative = _text(outcome.get("narrative"))
+    row.changed_fields = _changes(outcome.get("changed_fields") or body.get("commit"))
+    row.error = _text(body.get("error"))
 
 
 def _verdict(entry: Entry) -> VerdictView:
-    body = entry.body if isinstance(entry.body, dict) else {}
-    outcome = body.get("outcome")
-    if not isinstance(outcome, dict):
-        outcome = {}
+    body = _object(entry.body)
+    outcome = _object(body.get("outcome"))
+    passed = outcome.get("passed", body.get("passed"))
     return VerdictView(
         seq=entry.seq,
         timestamp=entry.timestamp,
         session=entry.session,
         run=entry.run,
         kind=entry.kind,
-        passed=outcome.get("passed", body.get("passed")),
-        narrative=outcome.get("narrative", body.get("narrative")),
-        changed_fields=list(outcome.get("changed_fields") or []),
+        passed=passed if isinstance(passed, bool) else None,
+        narrative=_text(outcome.get("narrative", body.get("narrative"))),
+        changed_fields=_changes(outcome.get("changed_fields")),
     )
 
 
 def _run_event(entry: Entry) -> VerdictView:
-    body = entry.body if isinstance(entry.body, dict) else {}
+    body = _object(entry.body)
     nested = body.get("verdict")
     verdict: dict[str, Any] = nested if isinstance(nested, dict) else body
-    criteria = verdict.get("criteria") or []
+    criteria = verdict.get("criteria")
     passed = verdict.get("passed") if entry.kind == "verdict" else None
     where = [f"attempt {body['attempt']}"] if "attempt" in body else []
     where += [f"iteration {body['iteration']}"] if "iteration" in body else []
@@ -206,8 +258,45 @@ def _run_event(entry: Entry) -> VerdictView:
         or (", ".join(where) or None),
         step=_text(body.get("step")),
         critique=_text(verdict.get("critique")) or None,
-        criteria=[c for c in criteria if isinstance(c, dict)] if isinstance(criteria, list) else [],
+        criteria=_objects(criteria),
     )
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one: a field of another shape (in an
+    entry altered where it is stored) is shown as absent."""
+    return value if isinstance(value, dict) else {}
+
+
+def _objects(value: Any) -> list[dict[str, Any]]:
+    """The JSON objects in ``value`` if it is an array, else none."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _changes(value: Any) -> list[dict[str, Any]]:
+    """Changed fields as the page shows them: a key, a kind, a value before and after."""
+    return [
+        {
+            "key": _text(change.get("key")) or "",
+            "kind": _text(change.get("kind")) or "",
+            "before": change.get("before"),
+            "after": change.get("after"),
+        }
+        for change in _objects(value)
+    ]
+
+
+def _conditions(value: Any) -> list[dict[str, Any]]:
+    """Conditions already true at fire time: a key, an operator, a threshold, what was seen."""
+    return [
+        {
+            "key": _text(condition.get("key")) or "",
+            "op": _text(condition.get("op")) or "",
+            "threshold": condition.get("threshold"),
+            "actual_summary": _text(condition.get("actual_summary")),
+        }
+        for condition in _objects(value)
+    ]
 
 
 def _described(check: CheckStatus | None) -> str:
