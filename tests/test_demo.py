@@ -8,6 +8,7 @@ shows the same transitions and verdicts. The screenshot is saved under ``test-ar
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -115,10 +116,26 @@ def test_the_demo_shows_every_case_and_its_ledger_verifies(demo: DemoRun) -> Non
         'already true at fire time: drone.mode eq "GUIDED"',
         "refused (low_confidence): confidence",
         "critique → planner:",
-        "OK sqlite:///",
         f"See it on the timeline: assay serve --ledger {demo.url}, then open",
     ):
         assert line in demo.output
+    # Its verify block is what the command prints, head and all, word for word.
+    verified = subprocess.run(
+        [str(ASSAY), "ledger", "verify", "--ledger", demo.url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    said = verified.stdout.splitlines()
+    assert re.fullmatch(
+        rf"OK {re.escape(demo.url)}: (\d+) entries, chain and Merkle tree verified "
+        r"\(head \1:[0-9a-f]{64}\); 0 checkpoints, 0 signatures checked",
+        said[0],
+    )
+    lines = demo.output.splitlines()
+    block = lines.index(next(line for line in lines if " assay ledger verify " in line))
+    assert lines[block + 1 : block + 1 + len(said)] == said
 
 
 def test_a_demo_on_a_memory_ledger_does_not_send_anyone_to_a_timeline_of_it(

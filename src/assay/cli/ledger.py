@@ -39,6 +39,8 @@ if TYPE_CHECKING:  # the ledger (and cryptography) load only when a command runs
 
     from assay.ledger import Ledger
     from assay.ledger.entry import Entry
+    from assay.ledger.proof import TreeHead
+    from assay.ledger.verification import LedgerReport
 
 LEDGER_ENV = "ASSAY_LEDGER"
 
@@ -270,28 +272,31 @@ def run_verify(args: argparse.Namespace) -> int:
         return _fail(f"cannot read {args.export!r}: {error.strerror}")
     except AssayError as error:
         return _fail(str(error))
-    if report.problem is None and report.size == 0 and trusted is None:
+    return answer(0 if report.ok else 1, *verify_answer(report, trusted))
+
+
+def verify_answer(report: LedgerReport, trusted: TreeHead | None = None) -> list[str]:
+    """What ``assay ledger verify`` prints for ``report`` (checked against the ``trusted``
+    head, if one was given); the demo prints the same."""
+    if report.problem is not None:
+        return [
+            f"FAILED {report.source}: {report.problem}",
+            f"  {report.size} entries verified before it",
+        ]
+    if report.size == 0 and trusted is None:
         # Every prefix of a ledger verifies, the empty one too: say there was nothing to check.
-        print(
+        return [
             f"OK {report.source}: no entries to check: it holds no entries, so nothing was "
             f"verified (head 0:{report.root}); {_count(report.checkpoints, 'checkpoint')} "
             "checked; give --trusted-head SIZE:ROOT to require the entries a head covers"
-        )
-        return 0
-    if report.problem is not None:
-        return answer(
-            1,
-            f"FAILED {report.source}: {report.problem}",
-            f"  {report.size} entries verified before it",
-        )
+        ]
     extends = f"; it extends the trusted head {trusted}" if trusted is not None else ""
-    print(
+    return [
         f"OK {report.source}: {_count(report.size, 'entry', 'entries')}, chain and Merkle tree "
         f"verified (head {report.size}:{report.root}); "
         f"{_count(report.checkpoints, 'checkpoint')}, "
         f"{_count(report.signatures, 'signature')} checked{extends}"
-    )
-    return 0
+    ]
 
 
 def run_export(args: argparse.Namespace) -> int:

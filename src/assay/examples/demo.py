@@ -20,6 +20,7 @@ import httpx
 from mcp import Client
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from assay.examples.outpost import GRAPH, Outpost, outpost_connector
 from assay.host import Application, Host
@@ -145,8 +146,15 @@ async def run_demo(ledger: Ledger, console: Console) -> int:
         await _workflow(ledger, console)
     report = await asyncio.to_thread(ledger.verify)
     console.rule("[bold]assay ledger verify")
+    # What the command itself prints, word for word (docs/ledger.md asks to note its head).
+    from assay.cli.ledger import verify_answer
+
+    first, *rest = verify_answer(report)
+    verdict, _, said = first.partition(" ")
     style = "bold green" if report.ok else "bold red"
-    console.print(f"  [{style}]{'OK' if report.ok else 'FAILED'}[/{style}] {report.describe()}")
+    console.print(Text.assemble((verdict, style), " ", said), soft_wrap=True)
+    for line in rest:
+        console.print(Text(line), soft_wrap=True)
     if not isinstance(ledger.backend, MemoryBackend):  # another process can open it
         console.print(
             "\nSee it on the timeline: [bold]assay serve --ledger "
