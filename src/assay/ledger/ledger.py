@@ -27,6 +27,7 @@ from assay.ledger.checkpoint import Checkpoint, SigningKey
 from assay.ledger.entry import VERIFY_THE_LEDGER, Entry, EntryDraft, stamp
 from assay.ledger.merkle import MerkleTree, leaf_hash
 from assay.ledger.proof import ConsistencyProof, InclusionProof, TreeHead
+from assay.ledger.soundness import sound_head
 from assay.ledger.verification import LedgerReport, Progress, verify_ledger
 from assay.redaction import REDACTED, Redaction
 
@@ -185,15 +186,33 @@ class Ledger:
                 path=tuple(element.hex() for element in path),
             )
 
+    def leaf_hashes(self, start: int, stop: int) -> list[bytes]:
+        """The Merkle leaf hashes the tree holds for the entries with ``start <= seq < stop``:
+        what its roots and proofs are made of, taken in when each entry was stored or read."""
+        _whole("start", start)
+        _whole("stop", stop)
+        with self._lock:
+            self._reach(stop - 1)
+            last = min(stop - 1, self._tree.size)
+            return [self._tree.leaf(seq - 1) for seq in range(max(start, 1), last + 1)]
+
     def checkpoint(self, signing_key: SigningKey) -> Checkpoint:
-        """Sign the current tree head with ``signing_key``, store it and return it."""
+        """Check the ledger, then sign its tree head with ``signing_key``, store the signed
+        head and return it.
+
+        ``LedgerIntegrityError`` names the first thing wrong, and nothing is signed. Each
+        stored checkpoint must be extended by the head; past the latest checkpoint this key
+        signed (whose signature must hold), each entry must parse strictly, chain and be the
+        tree's leaf. Before this key has signed one, the whole ledger is verified. See
+        ``soundness`` for what that costs.
+        """
         if not isinstance(signing_key, SigningKey):
             raise WrongTypeError(
                 f"signing_key must be a SigningKey (SigningKey.from_file(path), for one), not "
                 f"{type(signing_key).__name__}",
                 parameter="signing_key",
             )
-        head = self.refresh()
+        head = sound_head(self, signing_key)
         checkpoint = signing_key.sign(head.size, head.root, self._clock.wall())
         self._backend.add_checkpoint(checkpoint)
         return checkpoint
