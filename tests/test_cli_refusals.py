@@ -419,3 +419,23 @@ def test_an_encrypted_signing_key_is_refused_saying_what_to_do(
     )
     with open_ledger(ledger_url) as ledger:
         assert ledger.checkpoints() == []
+
+
+def test_checkpoint_of_a_ledger_that_fails_its_checks_exits_1_signing_nothing(
+    ledger_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = tmp_path / "signing.pem"
+    SigningKey.generate().save(key)
+    _tamper(ledger_url, 3, None)
+    assert main(["ledger", "checkpoint", "--signing-key", str(key), "--ledger", ledger_url]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    failed, signed = err.splitlines()
+    assert failed.startswith("assay ledger checkpoint: FAILED: entry 3")
+    assert failed.endswith(
+        f"the ledger fails its checks (`assay ledger verify --ledger {ledger_url}` finds "
+        "everything that is wrong)"
+    )
+    assert signed == "assay ledger checkpoint: nothing was signed"
+    with open_ledger(ledger_url) as ledger:
+        assert ledger.checkpoints() == []

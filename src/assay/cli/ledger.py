@@ -1,10 +1,10 @@
 """``assay ledger verify | export | query | show | tail | prove``: read and check the Evidence
 Ledger.
 
-Exit 1 when the ledger fails its checks: ``verify`` finds a problem, or an entry another
-command reads cannot be read as the entry at its place (missing, not JSON, not an entry's
-fields and types, its seq not its place). Exit 2 on a usage error, or a ledger that cannot be
-opened.
+Exit 1 when the ledger fails its checks: ``verify`` finds a problem, ``checkpoint`` finds one
+(and signs nothing), or an entry another command reads cannot be read as the entry at its
+place (missing, not JSON, not an entry's fields and types, its seq not its place). Exit 2 on a
+usage error, or a ledger that cannot be opened.
 """
 
 from __future__ import annotations
@@ -500,6 +500,10 @@ def run_checkpoint(args: argparse.Namespace) -> int:
     try:
         with _open(args) as ledger:
             checkpoint = ledger.checkpoint(key)
+    except LedgerIntegrityError as error:
+        code = _failed(error, args)
+        print("assay ledger checkpoint: nothing was signed", file=sys.stderr)
+        return code
     except AssayError as error:
         return _fail(str(error))
     print(checkpoint.model_dump_json(indent=2))
