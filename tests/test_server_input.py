@@ -104,6 +104,77 @@ async def test_an_empty_session_or_node_is_refused_naming_the_field(
     assert null.status_code == 200, null.text  # null is as good as leaving it out
 
 
+@pytest.mark.parametrize("name", ["session", "transition", "run"])
+async def test_an_empty_ledger_filter_is_refused_rather_than_matching_nothing(
+    client: httpx.AsyncClient, name: str
+) -> None:
+    # GET /v1/ledger/entries?session= answered 200 [] (no entry has an empty session).
+    await client.post("/v1/verify", json={"expression": "true", "timeout_ms": 0})
+    every = "every run, and those of none" if name == "run" else f"every {name}"
+    assert _errors(await client.get("/v1/ledger/entries", params={name: ""})) == [
+        {
+            "field": f"query.{name}",
+            "message": f"an empty string names no {name}; leave {name} out for the entries "
+            f"of {every}",
+            "type": "string_too_short",
+        }
+    ]
+
+
+WHOLE = (
+    "must be a whole number written in the digits 0-9 alone (no sign, space, point, exponent "
+    "or separator), not "
+)
+SPACE = " (a + in a query string stands for a space)"
+
+
+@pytest.mark.parametrize(
+    ("url", "field", "message"),
+    [
+        ("/v1/ledger/entries/1.0", "path.seq", f"seq {WHOLE}'1.0'"),
+        ("/v1/ledger/entries/%D9%A1%D9%A2", "path.seq", f"seq {WHOLE}'\u0661\u0662'"),
+        ("/v1/ledger/entries/%2B1", "path.seq", f"seq {WHOLE}'+1'"),
+        ("/v1/ledger/entries/%201", "path.seq", f"seq {WHOLE}' 1'{SPACE}"),
+        ("/v1/ledger/entries/1e0", "path.seq", f"seq {WHOLE}'1e0'"),
+        ("/v1/ledger/entries/1_0", "path.seq", f"seq {WHOLE}'1_0'"),
+        ("/v1/ledger/entries/0", "path.seq", "seq must be 1 or more, not 0"),
+        ("/v1/ledger/entries?after=%2B1", "query.after", f"after {WHOLE}'+1'"),
+        ("/v1/ledger/entries?after=+1", "query.after", f"after {WHOLE}' 1'{SPACE}"),
+        ("/v1/ledger/entries?after=-0", "query.after", f"after {WHOLE}'-0'"),
+        ("/v1/ledger/entries?limit=1.0", "query.limit", f"limit {WHOLE}'1.0'"),
+        ("/v1/ledger/entries?limit=", "query.limit", f"limit {WHOLE}''"),
+        ("/v1/ledger/entries?limit=1001", "query.limit", "limit must be from 1 to 1,000, not 1001"),
+        ("/v1/ledger/proofs/inclusion/1.0", "path.seq", f"seq {WHOLE}'1.0'"),
+        ("/v1/ledger/proofs/inclusion/1?size=%EF%BC%91", "query.size", f"size {WHOLE}'\uff11'"),
+        ("/v1/ledger/proofs/consistency?old=1e0", "query.old", f"old {WHOLE}'1e0'"),
+        ("/v1/ledger/proofs/consistency?old=1&new=2.0", "query.new", f"new {WHOLE}'2.0'"),
+        ("/v1/sessions?limit=1.5", "query.limit", f"limit {WHOLE}'1.5'"),
+        ("/v1/runs?limit=%2B2", "query.limit", f"limit {WHOLE}'+2'"),
+        ("/v1/transitions/inbox.send%231?wait_ms=1e3", "query.wait_ms", f"wait_ms {WHOLE}'1e3'"),
+    ],
+)
+async def test_a_number_in_the_url_is_its_digits_alone(
+    client: httpx.AsyncClient, url: str, field: str, message: str
+) -> None:
+    # /v1/ledger/entries/1.0 answered entry 1: pydantic reads '1.0', '+1', ' 1' and '1_0' as
+    # numbers.
+    await client.post("/v1/verify", json={"expression": "true", "timeout_ms": 0})
+    (error,) = _errors(await client.get(url))
+    assert (error["field"], error["message"]) == (field, message)
+
+
+async def test_numbers_in_the_url_keep_their_range_and_length(client: httpx.AsyncClient) -> None:
+    await client.post("/v1/verify", json={"expression": "true", "timeout_ms": 0})
+    assert (await client.get("/v1/ledger/entries/001")).json()["seq"] == 1
+    assert (await client.get("/v1/ledger/entries", params={"after": 10**99})).json() == []
+    (error,) = _errors(await client.get("/v1/ledger/entries/" + "9" * 5000))
+    assert error == {
+        "field": "path.seq",
+        "message": "seq must be 1 or more in at most 100 digits, not a number of 5,000 digits",
+        "type": "int_parsing_size",
+    }
+
+
 async def test_proof_sizes_out_of_range_name_the_query_parameter_and_its_real_bounds(
     client: httpx.AsyncClient,
 ) -> None:

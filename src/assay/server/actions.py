@@ -29,7 +29,7 @@ from assay.server.declared import errors
 from assay.server.hot import Answered
 from assay.server.json_body import JSONRoute
 from assay.server.problems import ActionProblem, VerifyProblem, action_problem
-from assay.server.query import known_query
+from assay.server.query import known_query, whole
 from assay.server.state import host_of
 from assay.server.tokens import Scope
 from assay.verify.outcome import VerificationOutcome
@@ -118,7 +118,9 @@ async def transition(
         Query(min_length=1, max_length=200, description="the session; the default if absent"),
     ] = None,
     wait_ms: Annotated[
-        int, Query(ge=0, le=MAX_WAIT_MS, description="wait up to this long for settlement")
+        int,
+        whole("wait_ms", 0, MAX_WAIT_MS),
+        Query(ge=0, le=MAX_WAIT_MS, description="wait up to this long for settlement"),
     ] = 0,
 ) -> Response:
     """The transition's answer (``#`` in its id is sent as ``%23``)."""

@@ -20,7 +20,7 @@ from assay.ledger.verification import LedgerReport
 from assay.server.auth import Principal, require
 from assay.server.declared import errors
 from assay.server.json_body import JSONRoute
-from assay.server.query import known_query
+from assay.server.query import known_query, named, whole
 from assay.server.state import host_of
 from assay.server.tokens import Scope
 
@@ -30,8 +30,8 @@ router = APIRouter(
 
 HostDependency = Annotated[Host, Depends(host_of)]
 Reader = Annotated[Principal, Depends(require(Scope.READ))]
-Id = Annotated[str | None, Query(max_length=200)]
 MAX_LIMIT: Final = 1000
+EVERY: Final = "leave {name} out for the entries of every {name}"
 
 
 @router.get(
@@ -44,14 +44,28 @@ def entries(
     *,
     host: HostDependency,
     who: Reader,
-    after: Annotated[int, Query(ge=0, description="only entries with a greater seq")] = 0,
-    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
+    after: Annotated[
+        int, whole("after", 0), Query(ge=0, description="only entries with a greater seq")
+    ] = 0,
+    limit: Annotated[int, whole("limit", 1, MAX_LIMIT), Query(ge=1, le=MAX_LIMIT)] = 100,
     kind: Annotated[
         str | None, Query(max_length=40, description="fire, refusal, settlement, verdict, ...")
     ] = None,
-    session: Id = None,
-    transition: Id = None,
-    run: Id = None,
+    session: Annotated[
+        str | None,
+        named("session", EVERY.format(name="session")),
+        Query(min_length=1, max_length=200),
+    ] = None,
+    transition: Annotated[
+        str | None,
+        named("transition", EVERY.format(name="transition")),
+        Query(min_length=1, max_length=200),
+    ] = None,
+    run: Annotated[
+        str | None,
+        named("run", "leave run out for the entries of every run, and those of none"),
+        Query(min_length=1, max_length=200),
+    ] = None,
     since: Annotated[
         str | None,
         Query(max_length=40, description="only entries at or after this RFC 3339 time"),
@@ -81,7 +95,9 @@ def entries(
     responses=errors(404, reads_entries=True),
     summary="One entry",
 )
-def entry(seq: Annotated[int, Path(ge=1)], host: HostDependency, who: Reader) -> EntryView:
+def entry(
+    seq: Annotated[int, whole("seq", 1), Path(ge=1)], host: HostDependency, who: Reader
+) -> EntryView:
     """Entry ``seq`` as stored."""
     found = host.ledger.entry(seq)
     if found is None:
@@ -96,10 +112,12 @@ def entry(seq: Annotated[int, Path(ge=1)], host: HostDependency, who: Reader) ->
     summary="Proof that entry seq is in the tree of size entries (the current tree)",
 )
 def inclusion(
-    seq: Annotated[int, Path(ge=1)],
+    seq: Annotated[int, whole("seq", 1), Path(ge=1)],
     host: HostDependency,
     who: Reader,
-    size: Annotated[int | None, Query(ge=1, description="the tree size; now if absent")] = None,
+    size: Annotated[
+        int | None, whole("size", 1), Query(ge=1, description="the tree size; now if absent")
+    ] = None,
 ) -> InclusionProof:
     """An RFC 9162 audit path for the entry's leaf."""
     head = host.ledger.tree_head()
@@ -123,8 +141,10 @@ def inclusion(
 def consistency(
     host: HostDependency,
     who: Reader,
-    old: Annotated[int, Query(ge=1, description="the older tree size")],
-    new: Annotated[int | None, Query(ge=1, description="the newer size; now if absent")] = None,
+    old: Annotated[int, whole("old", 1), Query(ge=1, description="the older tree size")],
+    new: Annotated[
+        int | None, whole("new", 1), Query(ge=1, description="the newer size; now if absent")
+    ] = None,
 ) -> ConsistencyProof:
     """An RFC 9162 consistency proof between two tree sizes."""
     size = host.ledger.tree_head().size

@@ -1,9 +1,16 @@
-"""Unknown query parameters are errors, as unknown body fields are: ``?wait_sm=`` must not
+"""Parameters in a request's URL are read exactly, as bodies are.
+
+Unknown query parameters are errors, as unknown body fields are: ``?wait_sm=`` must not
 silently mean "no wait". So is a single-valued parameter given twice: ``?wait_ms=100&wait_ms=200``
-must not silently mean the last one."""
+must not silently mean the last one. A number is written in the digits 0-9 alone (``whole``):
+pydantic would also read ``1.0``, ``+1``, `` 1`` and ``1_000`` as numbers, so that
+``/v1/ledger/entries/1.0`` answered entry 1. An id that filters is not empty (``named``): an
+empty one would silently match nothing.
+"""
 
 from __future__ import annotations
 
+import re
 from types import UnionType
 from typing import Any, Final, Union, get_args, get_origin
 
@@ -11,8 +18,62 @@ from fastapi import Request
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
+from pydantic import BeforeValidator
+from pydantic_core import PydanticCustomError
 
 _SEQUENCES: Final = (list, tuple, set, frozenset)
+_DIGITS: Final = re.compile("[0-9]+")
+_LONGEST: Final = 100
+"""The most digits a number may have: a seq, a size or an offset fits in 19."""
+
+
+def whole(name: str, minimum: int, maximum: int | None = None) -> BeforeValidator:
+    """A validator for the whole-number parameter ``name``: written in the digits 0-9 alone,
+    from ``minimum`` to ``maximum`` (no maximum: any larger number); a 400 that names the
+    parameter, what it must be and what was sent. Declare the bounds with ``Query`` or
+    ``Path`` too (``ge``, ``le``), for the OpenAPI document."""
+    bounds = f"{minimum} or more" if maximum is None else f"from {minimum:,} to {maximum:,}"
+
+    def check(value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        if _DIGITS.fullmatch(value) is None:
+            space = " (a + in a query string stands for a space)" if " " in value else ""
+            raise PydanticCustomError(
+                "int_parsing",
+                f"{name} must be a whole number written in the digits 0-9 alone (no sign, "
+                f"space, point, exponent or separator), not {value!r}{space}",
+            )
+        if len(value) > _LONGEST:
+            raise PydanticCustomError(
+                "int_parsing_size",
+                f"{name} must be {bounds} in at most {_LONGEST} digits, not a number of "
+                f"{len(value):,} digits",
+            )
+        number = int(value)
+        below = number < minimum
+        above = maximum is not None and number > maximum
+        if below or above:
+            raise PydanticCustomError(
+                "greater_than_equal" if below else "less_than_equal",
+                f"{name} must be {bounds}, not {value}",
+            )
+        return value
+
+    return BeforeValidator(check)
+
+
+def named(name: str, instead: str) -> BeforeValidator:
+    """A validator refusing an empty ``name``: it names nothing, where leaving the parameter
+    out does what ``instead`` says."""
+    message = f"an empty string names no {name}; {instead}"
+
+    def check(value: object) -> object:
+        if value == "":
+            raise PydanticCustomError("string_too_short", message)
+        return value
+
+    return BeforeValidator(check)
 
 
 async def known_query(request: Request) -> None:

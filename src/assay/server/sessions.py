@@ -11,7 +11,7 @@ from assay.host.wire import ActionList, SessionInfo, SessionRequest
 from assay.server.auth import Principal, require
 from assay.server.declared import errors
 from assay.server.json_body import JSONRoute
-from assay.server.query import known_query
+from assay.server.query import known_query, whole
 from assay.server.state import host_of
 from assay.server.tokens import Scope
 
@@ -54,6 +54,7 @@ async def list_sessions(
     ] = None,
     limit: Annotated[
         int,
+        whole("limit", 1, MAX_SESSIONS),
         Query(ge=1, le=MAX_SESSIONS, description=f"at most this many (1 to {MAX_SESSIONS})"),
     ] = 100,
 ) -> list[SessionInfo]:

@@ -19,7 +19,7 @@ from assay.errors import NotFoundError, WorkflowError, WorkflowUnavailableError
 from assay.server.auth import Principal, require
 from assay.server.declared import errors
 from assay.server.json_body import JSONRoute
-from assay.server.query import known_query
+from assay.server.query import known_query, whole
 from assay.server.tokens import Scope
 from assay.workflow.definition import Workflow
 from assay.workflow.run import RunRecord, RunStatus
@@ -134,7 +134,9 @@ def runs(
         Query(max_length=200, description="only runs started after this run (its run_id)"),
     ] = None,
     limit: Annotated[
-        int, Query(ge=1, le=MAX_RUNS, description=f"at most this many (1 to {MAX_RUNS})")
+        int,
+        whole("limit", 1, MAX_RUNS),
+        Query(ge=1, le=MAX_RUNS, description=f"at most this many (1 to {MAX_RUNS})"),
     ] = 100,
     status: Annotated[RunStatus | None, Query(description="only runs with this status")] = None,
 ) -> RunList:
