@@ -99,8 +99,16 @@ def test_a_sealed_entry_is_its_rfc8785_form_and_parses_back(
         (
             {"kind": "explosion"},
             "kind",
-            "kind must be one of checkpoint, commit, escalation, fire, park, refusal, resume, "
+            "kind must be one of commit, escalation, fire, park, refusal, resume, "
             "settlement, verdict, not 'explosion'",
+        ),
+        (
+            {"kind": "checkpoint"},
+            "kind",
+            "kind 'checkpoint' is no entry's: a checkpoint is a signed tree head, made by "
+            "Ledger.checkpoint (assay ledger checkpoint) and stored apart from the entries; an "
+            "entry's kind is one of commit, escalation, fire, park, refusal, resume, "
+            "settlement, verdict",
         ),
         (
             {"timestamp": "2026-01-01 00:00"},

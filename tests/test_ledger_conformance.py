@@ -165,6 +165,9 @@ def test_query_by_session_transition_run_kind_and_time(backend: LedgerBackend) -
     with pytest.raises(LedgerEntryError) as caught:
         backend.query(kind="explosion")
     assert caught.value.field == "kind"
+    with pytest.raises(LedgerEntryError) as caught:  # it matched nothing, as none has it
+        backend.query(kind="checkpoint")
+    assert str(caught.value).startswith("kind 'checkpoint' is no entry's: a checkpoint is a")
     with pytest.raises(LedgerEntryError) as caught:
         backend.query(since="yesterday")
     assert str(caught.value) == (

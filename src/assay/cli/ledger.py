@@ -326,11 +326,11 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_query(args: argparse.Namespace) -> int:
-    from assay.ledger.entry import KINDS, EntryKind
+    from assay.ledger.entry import DRAFTED_KINDS, EntryKind
     from assay.ledger.verification import checked_entry
 
     if args.kind == EntryKind.CHECKPOINT:
-        kinds = sorted(KINDS - {EntryKind.CHECKPOINT})
+        kinds = sorted(DRAFTED_KINDS)
         return _fail(
             "--kind: checkpoints are not entries, so no entry has kind checkpoint; "
             '`assay ledger export` lists the checkpoints (its {"checkpoint": ...} lines, '

@@ -26,7 +26,13 @@ from pydantic import ValidationError
 from assay.errors import CheckpointError, LedgerEntryError
 from assay.ledger import credentials
 from assay.ledger.checkpoint import Checkpoint
-from assay.ledger.entry import KINDS, Entry, EntryDraft, entry_from_canonical, format_timestamp
+from assay.ledger.entry import (
+    Entry,
+    EntryDraft,
+    entry_from_canonical,
+    format_timestamp,
+    kind_problem,
+)
 
 BATCH: Final = 1000
 """How many rows a backend reads per round trip when iterating."""
@@ -134,10 +140,9 @@ class EntryFilter:
         limit: int | None = None,
     ) -> EntryFilter:
         """A filter from the caller's values, checked; times may be aware datetimes or text."""
-        if kind is not None and kind not in KINDS:
-            raise LedgerEntryError(
-                f"kind must be one of {', '.join(sorted(KINDS))}, not {kind!r}", field="kind"
-            )
+        problem = None if kind is None else kind_problem(kind)
+        if problem is not None:
+            raise LedgerEntryError(problem, field="kind")
         if limit is not None and limit < 0:
             raise LedgerEntryError(f"limit must be 0 or more, not {limit}", field="limit")
         return cls(

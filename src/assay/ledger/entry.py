@@ -24,7 +24,8 @@ from assay.ledger.merkle import leaf_hash
 
 
 class EntryKind(StrEnum):
-    """What an entry records (SPEC §7); ``checkpoint`` marks a signed tree head."""
+    """What an entry records (SPEC §7). ``checkpoint`` names signed tree heads, which are
+    stored apart from the entries (``Ledger.checkpoint``): no entry is drafted with it."""
 
     FIRE = "fire"
     REFUSAL = "refusal"
@@ -38,6 +39,8 @@ class EntryKind(StrEnum):
 
 
 KINDS: Final = frozenset(kind.value for kind in EntryKind)
+DRAFTED_KINDS: Final = KINDS - {EntryKind.CHECKPOINT.value}
+"""The kinds an entry may be appended with."""
 
 GENESIS_HASH: Final = "0" * 64
 """The ``prev_hash`` of entry 1."""
@@ -116,10 +119,9 @@ class EntryDraft:
 
     def __post_init__(self) -> None:
         kind = self.kind
-        if not isinstance(kind, str) or kind not in KINDS:
-            raise LedgerEntryError(
-                f"kind must be one of {', '.join(sorted(KINDS))}, not {kind!r}", field="kind"
-            )
+        problem = kind_problem(kind)
+        if problem is not None:
+            raise LedgerEntryError(problem, field="kind")
         if type(kind) is not str:
             object.__setattr__(self, "kind", EntryKind(kind).value)  # a plain str
         timestamp = self.timestamp
@@ -154,6 +156,20 @@ class EntryDraft:
             b',"session":%s,"timestamp":"%s","transition":%s}'
             % (session, timestamp.encode(), transition),
         )
+
+
+def kind_problem(kind: object) -> str | None:
+    """What is wrong with ``kind`` as an entry's kind (to append or to look for), if anything."""
+    if isinstance(kind, str) and kind in DRAFTED_KINDS:
+        return None
+    kinds = ", ".join(sorted(DRAFTED_KINDS))
+    if kind == EntryKind.CHECKPOINT:
+        return (
+            "kind 'checkpoint' is no entry's: a checkpoint is a signed tree head, made by "
+            "Ledger.checkpoint (assay ledger checkpoint) and stored apart from the entries; "
+            f"an entry's kind is one of {kinds}"
+        )
+    return f"kind must be one of {kinds}, not {kind!r}"
 
 
 def _id_json(name: str, value: object) -> bytes:
