@@ -18,8 +18,6 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
 from assay.clock import SYSTEM_CLOCK, Clock
 from assay.errors import LedgerEntryError, LedgerIntegrityError, WrongTypeError
 from assay.ledger.backend import BATCH, LedgerBackend
@@ -28,7 +26,7 @@ from assay.ledger.entry import VERIFY_THE_LEDGER, Entry, EntryDraft, stamp
 from assay.ledger.merkle import MerkleTree, leaf_hash
 from assay.ledger.proof import ConsistencyProof, InclusionProof, TreeHead
 from assay.ledger.soundness import sound_head
-from assay.ledger.verification import LedgerReport, Progress, verify_ledger
+from assay.ledger.verification import LedgerReport, Progress, PublicKeys, verify_ledger
 from assay.redaction import REDACTED, Redaction
 
 
@@ -223,13 +221,14 @@ class Ledger:
 
     def verify(
         self,
-        public_key: Ed25519PublicKey | bytes | str | None = None,
+        public_key: PublicKeys | None = None,
         *,
         trusted: TreeHead | None = None,
         progress: Progress | None = None,
     ) -> LedgerReport:
-        """Re-check every stored entry and checkpoint, and that the entries extend the
-        ``trusted`` head if one is given (see ``verify_ledger``)."""
+        """Re-check every stored entry and checkpoint (each against the key its key id names,
+        when several keys are given), and that the entries extend the ``trusted`` head if one
+        is given (see ``verify_ledger``)."""
         return verify_ledger(self._backend, public_key, trusted=trusted, progress=progress)
 
     def read(self, start: int, stop: int) -> list[Entry]:
