@@ -6,6 +6,7 @@ Runs against a real uvicorn server on a loopback port; the route table is checke
 
 from __future__ import annotations
 
+import html
 import io
 import logging
 from collections.abc import AsyncIterator
@@ -131,6 +132,82 @@ async def test_the_timeline_page_needs_the_read_scope(served: Served) -> None:
             assert (await client.get(path)).status_code == 401
             assert (await client.get(path, headers=bearer("reporter"))).status_code == 403
             assert (await client.get(path, headers=bearer("reader"))).status_code == 200
+
+
+BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+
+
+@pytest.mark.parametrize(
+    ("caller", "query", "status", "detail"),
+    [
+        (
+            None,
+            "",
+            401,
+            "this route needs a bearer token: send 'Authorization: Bearer <secret>'",
+        ),
+        (None, f"?token={SECRETS['reader']}", 401, "this route needs a bearer token"),
+        (
+            "wrong",
+            "",
+            401,
+            "the bearer token is not one this daemon knows; check the secret you send",
+        ),
+        (
+            "reporter",
+            "",
+            403,
+            "token 'reporter' lacks the 'read' scope that GET / needs",
+        ),
+    ],
+)
+async def test_a_browser_refused_the_timeline_is_told_how_to_send_a_token(
+    served: Served, caller: str | None, query: str, status: int, detail: str
+) -> None:
+    # A browser sends no Authorization header when it opens a page: it was shown a 401 in JSON.
+    headers = dict(BROWSER)
+    if caller == "wrong":
+        headers["Authorization"] = "Bearer not-a-secret-of-this-daemon"
+    elif caller is not None:
+        headers.update(bearer(caller))
+    async with httpx.AsyncClient(base_url=served.url) as client:
+        page = await client.get("/" + query, headers=headers)
+    assert page.status_code == status
+    assert page.headers["content-type"] == "text/html; charset=utf-8"
+    assert page.headers["www-authenticate"].startswith('Bearer realm="assay"')
+    assert f'<p class="refusal">{detail}' in html.unescape(page.text)
+    assert "a browser extension that sets request headers can add" in page.text
+    assert (
+        f'<pre>curl -H "Authorization: Bearer $SECRET" {served.url}/ -o timeline.html</pre>'
+    ) in page.text
+    assert "Do not put the token in the address" in page.text
+    assert not any(secret in page.text for secret in SECRETS.values())
+
+
+async def test_programs_are_refused_the_timeline_with_a_problem_as_before(served: Served) -> None:
+    async with httpx.AsyncClient(base_url=served.url) as client:
+        for path, accept in (
+            ("/", "*/*"),
+            ("/", "application/json"),
+            ("/timeline/head", BROWSER["Accept"]),
+            ("/", "text/html;q=0"),
+        ):
+            refused = await client.get(path, headers={"Accept": accept})
+            assert refused.status_code == 401
+            assert refused.headers["content-type"] == "application/problem+json"
+
+
+async def test_the_timeline_saved_with_a_token_is_the_whole_page(served: Served) -> None:
+    # What docs/http.md gives for a daemon with tokens: curl -H "Authorization: ..." -o FILE.
+    async with httpx.AsyncClient(base_url=served.url) as client:
+        await client.post(
+            "/v1/verify", json={"expression": "true", "timeout_ms": 0}, headers=bearer("reader")
+        )
+        page = await client.get("/", headers={"Accept": "*/*", **bearer("reader")})
+    assert page.status_code == 200
+    assert page.text.startswith("<!doctype html>")
+    assert '<tr class="verdict" data-seq="1" data-passed="True">' in page.text
+    assert " src=" not in page.text and "<link" not in page.text  # nothing else to fetch
 
 
 async def test_health_and_the_schema_need_no_token(served: Served) -> None:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Final
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
@@ -46,13 +48,19 @@ def timeline_routes(
     check: LedgerCheck | None = None,
 ) -> list[Route]:
     """``GET /`` (the page) and ``GET /timeline/head`` (size and root, for live updates);
-    ``guard`` is called first with each request and may raise to refuse it; ``check`` runs
-    the ledger's full verification (one on the system clock by default)."""
+    ``guard`` is called first with each request and may raise to refuse it (a 401 or 403
+    ``HTTPException`` is answered to a browser as a page saying how to send a token); ``check``
+    runs the ledger's full verification (one on the system clock by default)."""
     check = check or LedgerCheck(ledger)
 
     async def page(request: Request) -> HTMLResponse:
         if guard is not None:
-            guard(request)
+            try:
+                guard(request)
+            except HTTPException as refusal:
+                if refusal.status_code not in (401, 403) or not _wants_html(request):
+                    raise
+                return _refused(request, refusal)
         html = await asyncio.to_thread(render_timeline, ledger, app=app, check=check)
         return HTMLResponse(html)
 
@@ -79,3 +87,37 @@ def _head(ledger: Ledger) -> tuple[int, str | None]:
     except LedgerIntegrityError:
         return ledger.backend.size(), None
     return tree.size, tree.root
+
+
+_TITLES: Final = {401: "A token is needed", 403: "The token lacks the read scope"}
+
+
+def _refused(request: Request, refusal: HTTPException) -> HTMLResponse:
+    """The page a browser is refused with: what was wrong, and how to send a token."""
+    html = _templates.get_template("refused.html").render(
+        status=refusal.status_code,
+        title=_TITLES[refusal.status_code],
+        detail=refusal.detail,
+        origin=str(request.base_url).rstrip("/"),
+        url=str(request.url.replace(query="")),
+    )
+    return HTMLResponse(html, status_code=refusal.status_code, headers=refusal.headers)
+
+
+def _wants_html(request: Request) -> bool:
+    """The request accepts HTML by name, as a browser opening a page does (not only by
+    ``*/*``, as curl and the page's own script do)."""
+    for media_range in request.headers.get("accept", "").split(","):
+        media, _, parameters = media_range.partition(";")
+        if media.strip().lower() in ("text/html", "application/xhtml+xml"):
+            weights = [p.strip() for p in parameters.split(";") if p.strip().startswith("q=")]
+            if not weights or _weight(weights[0][2:]) > 0:
+                return True
+    return False
+
+
+def _weight(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return 1.0
