@@ -62,7 +62,7 @@ from assay.state.canonical import (
 from assay.state.snapshot import FieldChange, Snapshot
 from assay.state.store import StateStore
 from assay.state.substrate import Substrate
-from assay.verify.loop import VerifyOptions, summarize_changes, verify
+from assay.verify.loop import VerifyOptions, summarize_changes, verify_observed
 
 Handler = Callable[[dict[str, Any]], Any]
 
@@ -455,49 +455,53 @@ class Session:
             return
         if transition.observed:
             self._finish_observed(transition)
-        elif transition.already_true is not None and isinstance(transition.predicate, AllOf):
-            # The fire's own verify_expression is checked in addition to the declared contract.
+        elif transition.already_true is not None and (
+            isinstance(transition.predicate, AllOf) or self._changes(transition, self.store.current)
+        ):
+            # The fire's own verify_expression is checked in addition to the declared
+            # contract; and a contract that held before the fire is checked again once a key
+            # it covers changed, as the change may have broken it.
             timeout = transition.verify_timeout_ms
             if timeout is None:
                 timeout = transition.spec.verify_timeout_ms
+            assert transition.predicate is not None  # already true: a declarative verify
             self._spawn(self._verify(transition, transition.predicate, 0, timeout))
         elif transition.already_true is not None:
-            if self._observe(transition):
-                self._finish_observed(transition)
-            else:
-                self._finish(transition, Phase.UNOBSERVABLE)
+            self._observe(transition)  # its commit: nothing declared changed
+            self._finish(transition, Phase.UNOBSERVABLE)
         elif transition.predicate is None and not transition.writes:
             self._finish(transition, Phase.UNOBSERVABLE)
 
-    def _observe(self, transition: Transition) -> list[FieldChange]:
-        """Take ``transition``'s commit on the current state and credit it with the change,
-        unless other fires pending as well claimed all of it first; the changes its contract
-        reads, or every declared key's change when it reads none of them (empty: nothing
-        declared changed)."""
-        current = self.store.current
-        changes = self._changes(transition, current)
-        transition.commit = summarize_changes(changes, self.redaction)
+    def _observe(self, transition: Transition, at: Snapshot | None = None) -> list[FieldChange]:
+        """Take ``transition``'s commit on ``at`` (the snapshot its contract held on, else the
+        current state) and credit it with the change, unless other fires pending as well
+        claimed all of it first. Answer the changes that count against the held-before rule:
+        those of declared keys its contract reads (all the declared keys' if it reads none),
+        or of every key it reads when the action declares no writes."""
+        at = self.store.current if at is None else at
+        everything = self.store.changes_between(transition.before, at)
+        written = [parse_path(key) for key in transition.writes]
+        declared = [c for c in everything if any(related(c.path, w) for w in written)]
+        transition.commit = summarize_changes(declared, self.redaction)
         read = (
             [parse_path(key) for key in transition.predicate.keys] if transition.predicate else []
         )
+        read_all = [c for c in everything if any(related(c.path, key) for key in read)]
+        read_declared = [c for c in declared if any(related(c.path, key) for key in read)]
+        # Its evidence: the declared changes its contract reads (a send of m1 rests on m1's
+        # status, not on the count a send of m2 moves too); else every declared change; else,
+        # nothing declared having changed, the changes its contract reads (two fires pending
+        # when a lamp came on once must not both be credited with it).
+        evidence = read_declared or declared or read_all
+        if evidence:
+            claims = self.claims.claimants(transition, self.id, at.version, evidence)
+            if claims:
+                transition.not_credited = not_credited(evidence, claims, self.id)
+            else:
+                self.claims.claim(transition, self.id, at.version, declared or read_all)
         if not transition.writes:
-            # Nothing declared: the keys its contract reads are all its evidence (two fires
-            # pending when a lamp came on once must not both be credited with it).
-            changes = self.store.changes_between(transition.before, current)
-        read_changes = [c for c in changes if any(related(c.path, key) for key in read)]
-        if not transition.writes:
-            changes = read_changes
-        if not changes:
-            return []
-        # Its evidence: the changes its contract reads (a send of m1 rests on m1's status,
-        # not on the count that a send of m2 moves too); all of them if it reads none.
-        evidence = read_changes or changes
-        claims = self.claims.claimants(transition, self.id, current.version, evidence)
-        if claims:
-            transition.not_credited = not_credited(evidence, claims, self.id)
-        else:
-            self.claims.claim(transition, self.id, current.version, changes)
-        return read_changes if read else changes
+            return read_all
+        return read_declared if read else declared
 
     def _finish_observed(self, transition: Transition) -> None:
         """Settle a fire whose change was looked for: worked, unless its contract held before
@@ -521,7 +525,7 @@ class Session:
         if resolved:  # placeholders filled from the args: say which keys it reads
             transition.waiting_on += f" (on {', '.join(resolved)})"
         try:
-            outcome = await verify(
+            outcome, final = await verify_observed(
                 predicate,
                 self.store,
                 before=transition.before,
@@ -541,7 +545,10 @@ class Session:
             return
         transition.outcome = outcome
         if outcome.passed:
-            moved = self._observe(transition)
+            # Judged on the snapshot the contract held on, which a later report may have
+            # replaced already (outcome_now then says it no longer holds).
+            transition.observed_version = final.version
+            moved = self._observe(transition, final)
             # A contract that held before the fire too, with none of the keys it reads changed
             # (a repeated send of m1 while the count moved for m2), shows nothing of what the
             # action did: that is no evidence that it worked.
@@ -620,7 +627,10 @@ class Session:
     def _settle(self, transition: Transition, phase: Phase) -> None:
         """Settle ``transition`` as ``phase``, and let go of the oldest settled transition
         beyond the ``keep_settled`` latest."""
-        transition.settle(phase, self.clock.monotonic(), self.store.version)
+        version = transition.observed_version
+        transition.settle(
+            phase, self.clock.monotonic(), self.store.version if version is None else version
+        )
         self._settled.append(transition.id)
         while len(self._settled) > self.keep_settled:
             del self.transitions[self._settled.popleft()]

@@ -52,7 +52,8 @@ class Transition:
     phase: Phase = Phase.PENDING
     handler_done: bool = False
     observed: bool = False  # the effect was established; settlement waits for the handler
-    # The contract held, but it held before the fire too and no declared key changed.
+    observed_version: int | None = None  # the state version its contract was seen to hold on
+    # The contract held, but it held before the fire too and no key it reads changed.
     held_before: bool = False
     # Why the change it rests on is credited to another fire, pending as well, instead.
     not_credited: str | None = None

@@ -49,6 +49,30 @@ async def verify(
 ) -> VerificationOutcome:
     """Verify ``predicate`` against ``store``; ``before`` is the snapshot taken before the
     action. Without one there was no action, and the narrative blames none."""
+    outcome, _ = await verify_observed(
+        predicate,
+        store,
+        before=before,
+        options=options,
+        clock=clock,
+        redaction=redaction,
+        subject=subject,
+    )
+    return outcome
+
+
+async def verify_observed(
+    predicate: Predicate,
+    store: StateStore,
+    *,
+    before: Snapshot | None = None,
+    options: VerifyOptions = VerifyOptions(),
+    clock: Clock = SYSTEM_CLOCK,
+    redaction: Redaction | None = None,
+    subject: str | None = None,
+) -> tuple[VerificationOutcome, Snapshot]:
+    """``verify``, and the snapshot its outcome describes: the one the predicate held on
+    (a pushed state it held on only briefly included), else the state at the end."""
     redaction = redaction or Redaction.none()
     after_action = before is not None
     before = before if before is not None else store.current
@@ -113,7 +137,7 @@ async def verify(
     finally:
         if subscription is not None:
             subscription.cancel()
-    return _outcome(
+    outcome = _outcome(
         predicate,
         store=store,
         before=before,
@@ -125,6 +149,7 @@ async def verify(
         subject=subject,
         after_action=after_action,
     )
+    return outcome, snapshot
 
 
 def _resolver(waiter: asyncio.Future[None]) -> Callable[[], None]:

@@ -1,0 +1,151 @@
+"""What a settled fire rests on: the contract as observed at settlement, the snapshot it held
+on, and the keys it reads beyond those the action declares writing.
+
+Each case was a false pass: an answer of ``worked`` that nothing observed supports. The clock
+is virtual; reports are pushed by the test, in an order the event loop keeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from assay.clock import VirtualClock
+from assay.graph import Session, build_navigation_graph
+
+T = TypeVar("T")
+
+
+def run(main: Callable[[VirtualClock], Awaitable[T]]) -> T:
+    return asyncio.run(main(VirtualClock()))
+
+
+def session(
+    clock: VirtualClock, actions: dict[str, Any], state: dict[str, Any], **handlers: Any
+) -> Session:
+    graph = build_navigation_graph(
+        "desk", pages={"p": {"actions": actions}, "billing": {"actions": {}}}
+    )
+    created = graph.create_session(node="p", state=state, clock=clock)
+    created.register_actions("p", handlers=handlers)
+    return created
+
+
+def unattributed(keys: str, holder: str) -> str:
+    return (
+        f"the change to {keys} was first observed by {holder}, pending as well when it "
+        "landed; which of the fires made it cannot be told from the state (an application "
+        "may make one change for two requests), so nothing observed shows that this fire "
+        "had any effect"
+    )
+
+
+def test_an_already_true_fire_whose_contract_no_longer_holds_is_no_success() -> None:
+    # The contract held at fire time; while the handler ran, someone moved the view away.
+    # It answered worked ("A state report established the declared change"), its contract
+    # never evaluated again, and the session moved to billing.
+    open_billing = {
+        "does": "open billing",
+        "writes": ["view.domain"],
+        "to": "billing",
+        "verify": {"view.domain": {"eq": "billing"}},
+        "verify_timeout_ms": 1000,
+    }
+
+    async def main(clock: VirtualClock) -> Any:
+        async def handler(args: dict[str, Any]) -> None:
+            await clock.sleep(0.2)  # does nothing
+
+        s = session(clock, {"open": open_billing}, {"view": {"domain": "billing"}}, open=handler)
+        fired = s.fire("p.open")
+        assert fired.already_true is not None
+        s.report({"view.domain": "sales"})  # not the fire's doing
+        await clock.advance(0.2)
+        await clock.advance(1)
+        return s.did_it_work(fired.transition_id or ""), s.node
+
+    answer, node = run(main)
+    assert (answer.answer, node) == ("failed", "p")
+    assert answer.outcome is not None and answer.outcome.passed is False
+    assert answer.error is not None
+    assert 'view.domain changed from "billing" to "sales"' in answer.error
+
+
+def test_an_already_true_fire_whose_declared_key_moved_and_still_holds_works() -> None:
+    send = {
+        "does": "send",
+        "writes": ["inbox.sent_count"],
+        "verify": {"inbox.sent_count": {"gte": 1}},
+    }
+
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"send": send}, {"inbox": {"sent_count": 1}}, send=lambda args: None)
+        s.register_actions("p", handlers={"send": lambda args: s.report({"inbox.sent_count": 2})})
+        fired = s.fire("p.send")
+        await clock.advance(1)
+        return s.did_it_work(fired.transition_id or "")
+
+    answer = run(main)
+    assert answer.answer == "worked"
+    assert answer.already_true is not None
+    assert [c.key for c in answer.commit] == ["inbox.sent_count"]
+
+
+def test_one_change_to_a_key_read_but_not_declared_is_credited_to_one_fire() -> None:
+    # The fires declare writing lamp.requested; their own contract reads lamp.on. The lamp
+    # came on once, and both answered worked with an empty commit: no declared key changed,
+    # so nothing was claimed.
+    switch_on = {"does": "switch on", "writes": ["lamp.requested"], "settle_ms": 100}
+
+    async def main(clock: VirtualClock) -> Any:
+        s = session(
+            clock,
+            {"switch_on": switch_on},
+            {"lamp": {"on": False, "requested": 0}},
+            switch_on=lambda args: None,
+        )
+        fires = [s.fire("p.switch_on", verify_expression="lamp.on === true") for _ in range(2)]
+        s.report({"lamp.on": True})
+        await clock.advance(1)
+        return [s.did_it_work(f.transition_id or "") for f in fires]
+
+    first, second = run(main)
+    assert (first.answer, first.error) == ("worked", None)
+    assert (second.answer, second.error) == (
+        "unobservable",
+        unattributed("lamp.on", "p.switch_on#1"),
+    )
+
+
+def test_a_contract_that_held_only_briefly_is_credited_once_and_shown_as_no_longer_held() -> None:
+    # The lamp came on and went off again before the verifications ran: both answered
+    # worked with an empty commit (the commit was taken on the current state, where the lamp
+    # was off), and nothing said the contract no longer held.
+    switch_on = {
+        "does": "switch on",
+        "writes": ["lamp.on"],
+        "verify_expression": "lamp.on === true",
+    }
+
+    async def main(clock: VirtualClock) -> Any:
+        s = session(
+            clock, {"switch_on": switch_on}, {"lamp": {"on": False}}, switch_on=lambda a: None
+        )
+        fires = [s.fire("p.switch_on") for _ in range(2)]
+        await clock.advance(0)  # both have checked once and wait for a change
+        s.report({"lamp.on": True})
+        s.report({"lamp.on": False})
+        await clock.advance(1)
+        return [s.did_it_work(f.transition_id or "") for f in fires]
+
+    first, second = run(main)
+    assert first.answer == "worked"
+    assert [(c.key, c.before, c.after) for c in first.commit] == [("lamp.on", False, True)]
+    assert first.outcome_now is not None
+    assert first.outcome_now.result is False
+    assert first.outcome_now.detail.startswith("since settlement the contract no longer holds")
+    assert (second.answer, second.error) == (
+        "unobservable",
+        unattributed("lamp.on", "p.switch_on#1"),
+    )
