@@ -319,6 +319,34 @@ def test_keys_lists_the_paths_read(source: str, keys: tuple[str, ...]) -> None:
     assert compile_expression(source).keys == keys
 
 
+ARGS = {"order_id": "o1", "n": 3, "ref": {"id": "a.b"}}
+
+
+@pytest.mark.parametrize(
+    ("source", "keys"),
+    [
+        ("orders[args.order_id].status === 'x'", ("orders.o1.status",)),
+        ("orders[args.order_id]?.status", ("orders.o1.status",)),
+        ("orders[args.ref.id].status", ('orders["a.b"].status',)),
+        # Not a string: the key is unknown, so the whole object is read.
+        ("orders[args.n].status", ("orders",)),
+        ("orders[args.missing].status", ("orders",)),
+        ("orders[args.order_id].lines[args.n]", ("orders.o1.lines",)),
+        # A callback's parameter named args is not the fire's.
+        ("items.map(args => orders[args.order_id])", ("items", "orders")),
+        (
+            "orders[args.order_id].status && Object.keys(orders).length",
+            ("orders", "orders.o1.status"),
+        ),
+        ("args.order_id === 'o1' && inbox.count", ("inbox.count",)),
+    ],
+)
+def test_keys_with_the_fires_arguments_name_the_members_they_key(
+    source: str, keys: tuple[str, ...]
+) -> None:
+    assert compile_expression(source).keys_with(ARGS) == keys
+
+
 def test_evaluation_never_mutates_the_state() -> None:
     import copy
 

@@ -149,3 +149,29 @@ def test_a_contract_that_held_only_briefly_is_credited_once_and_shown_as_no_long
         "unobservable",
         unattributed("lamp.on", "p.switch_on#1"),
     )
+
+
+def test_a_contract_keyed_by_an_argument_rests_on_that_member_only() -> None:
+    # orders[args.order_id] read as all of orders: o1 was cancelled before the fire, o2 moved
+    # meanwhile, and cancel(o1) answered worked on o2's change.
+    cancel = {
+        "does": "cancel an order",
+        "settle_ms": 200,
+        "verify_expression": "orders[args.order_id].status === 'cancelled'",
+    }
+    state = {"orders": {"o1": {"status": "cancelled"}, "o2": {"status": "open"}}}
+
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"cancel": cancel}, state, cancel=lambda args: None)
+        fired = s.fire("p.cancel", {"order_id": "o1"})
+        s.report({"orders.o2.status": "shipped"})
+        await clock.advance(1)
+        return s.did_it_work(fired.transition_id or "")
+
+    answer = run(main)
+    assert answer.answer == "unobservable"
+    assert answer.why is not None
+    assert answer.why.startswith(
+        "The contract holds, but it held before the action fired too, and none of the keys "
+        "it reads changed"
+    )

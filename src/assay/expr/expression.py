@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from assay.errors import ExpressionError, ExpressionSyntaxError, WrongTypeError
@@ -25,7 +26,7 @@ class Expression:
     ``test(state)`` returns ``Boolean(value)``; ``check(state)`` never raises for a JSON state.
     """
 
-    __slots__ = ("_keys", "evaluate", "limits", "source", "test")
+    __slots__ = ("_keys", "_plain", "_templates", "evaluate", "limits", "source", "test")
 
     source: str
     limits: Limits
@@ -45,12 +46,34 @@ class Expression:
         self.source = source
         self.limits = limits
         self.evaluate, self.test = CodeGenerator(source, limits).compile(tree)
-        self._keys = tuple(sorted({format_path(path) for path in _state_paths(tree)}))
+        paths = _state_paths(tree)
+        plain = {path for path in paths if all(type(part) is str for part in path)}
+        self._plain = frozenset(format_path(path) for path in plain)  # type: ignore[arg-type]
+        self._templates = tuple(path for path in paths if path not in plain)
+        coarse = {format_path(_until_argument(path)) for path in self._templates}
+        read_args = {
+            format_path(("args", *part.path))
+            for path in self._templates
+            for part in path
+            if isinstance(part, ArgumentSegment)
+        }
+        self._keys = tuple(sorted(self._plain | coarse | read_args))
 
     @property
     def keys(self) -> tuple[str, ...]:
-        """The dotted state paths the expression reads, sorted."""
+        """The dotted state paths the expression reads, sorted. A computed member it cannot
+        name (``orders[args.order_id].status``) reads its object (``orders``) and the key."""
         return self._keys
+
+    def keys_with(self, args: Mapping[str, Any]) -> tuple[str, ...]:
+        """The state paths the expression reads when ``args`` is the state's ``args`` (a
+        fire's arguments), sorted and without ``args``' own: ``orders[args.order_id].status``
+        reads ``orders.o1.status`` when ``args.order_id`` is the string ``"o1"``, and
+        ``orders`` when it is anything else."""
+        keys = {key for key in self._plain if key != "args" and not key.startswith("args.")}
+        for template in self._templates:
+            keys.add(format_path(_filled(template, args)))
+        return tuple(sorted(keys))
 
     def check(self, state: Mapping[str, Any]) -> Check:
         """Evaluate once; an evaluation error becomes ``result=None`` with its message.
@@ -82,19 +105,67 @@ def compile_expression(source: str, *, limits: Limits | None = None) -> Expressi
     return _compile_cached(source, limits or Limits())
 
 
+@dataclass(frozen=True, slots=True)
+class ArgumentSegment:
+    """A path segment named by a fire's argument: ``args.order_id`` in ``orders[args.order_id]``."""
+
+    path: tuple[str, ...]
+
+
+Segment = str | ArgumentSegment
+
+
 def _static_path(node: Node, params: frozenset[str]) -> tuple[str, ...] | None:
+    path = _templated_path(node, params, arguments=False)
+    return path  # type: ignore[return-value]  # without arguments, every segment is a str
+
+
+def _templated_path(
+    node: Node, params: frozenset[str], *, arguments: bool = True
+) -> tuple[Segment, ...] | None:
+    """The constant path ``node`` reads; with ``arguments``, a computed member keyed by a path
+    under ``args`` (not a callback's parameter) is a segment to fill from the fire's args."""
     if isinstance(node, Identifier):
         return None if node.name in params else (node.name,)
     if isinstance(node, Chain):
-        return _static_path(node.expression, params)
+        return _templated_path(node.expression, params, arguments=arguments)
     if isinstance(node, Member):
-        prop = node.prop
+        prop: str | Node | ArgumentSegment = node.prop
         if isinstance(prop, Literal) and type(prop.value) is str:
             prop = prop.value
-        if isinstance(prop, str):
-            base = _static_path(node.obj, params)
+        elif arguments and isinstance(prop, Node):
+            named = _static_path(prop, params)
+            if named is not None and named[0] == "args" and len(named) > 1:
+                prop = ArgumentSegment(named[1:])
+        if isinstance(prop, str | ArgumentSegment):
+            base = _templated_path(node.obj, params, arguments=arguments)
             return None if base is None else (*base, prop)
     return None
+
+
+def _until_argument(path: tuple[Segment, ...]) -> tuple[str, ...]:
+    """``path`` up to its first argument segment."""
+    for index, part in enumerate(path):
+        if isinstance(part, ArgumentSegment):
+            return path[:index]  # type: ignore[return-value]
+    return path  # type: ignore[return-value]
+
+
+def _filled(path: tuple[Segment, ...], args: Mapping[str, Any]) -> tuple[str, ...]:
+    """``path`` with each argument segment filled from ``args``; up to the first that is not
+    a string there (a number, an object, a missing argument), where the key is unknown."""
+    filled: list[str] = []
+    for part in path:
+        if isinstance(part, str):
+            filled.append(part)
+            continue
+        value: Any = args
+        for name in part.path:
+            value = value.get(name) if isinstance(value, Mapping) else None
+        if type(value) is not str:
+            break
+        filled.append(value)
+    return tuple(filled)
 
 
 def _is_global_callee(node: Node, params: frozenset[str]) -> bool:
@@ -108,9 +179,10 @@ def _is_global_callee(node: Node, params: frozenset[str]) -> bool:
     )
 
 
-def _state_paths(root: Node) -> set[tuple[str, ...]]:
-    """The longest constant paths into the state that the tree reads."""
-    paths: set[tuple[str, ...]] = set()
+def _state_paths(root: Node) -> set[tuple[Segment, ...]]:
+    """The longest constant paths into the state that the tree reads, a segment keyed by a
+    fire's argument included (its key, under ``args``, is read as well)."""
+    paths: set[tuple[Segment, ...]] = set()
     stack: list[tuple[Node, frozenset[str]]] = [(root, frozenset())]
     while stack:
         node, params = stack.pop()
@@ -123,7 +195,7 @@ def _state_paths(root: Node) -> set[tuple[str, ...]]:
                 stack.append((callee.obj, params))
             stack.extend((arg, params) for arg in node.args)
             continue
-        path = _static_path(node, params)
+        path = _templated_path(node, params)
         if path is not None:
             paths.add(path)
             continue

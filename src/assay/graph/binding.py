@@ -24,6 +24,8 @@ class ArgsPredicate:
     def __init__(self, expression: Expression, args: Mapping[str, Any]) -> None:
         self.expression = expression
         self.args = dict(args)
+        # orders[args.order_id].status reads orders.o1.status, not all of orders.
+        self._keys = expression.keys_with(self.args)
 
     @property
     def source(self) -> str:
@@ -31,7 +33,7 @@ class ArgsPredicate:
 
     @property
     def keys(self) -> tuple[str, ...]:
-        return tuple(k for k in self.expression.keys if k != "args" and not k.startswith("args."))
+        return self._keys
 
     def check(self, state: Mapping[str, Any]) -> Check:
         require_state(state)
