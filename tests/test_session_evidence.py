@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from assay.clock import VirtualClock
 from assay.graph import Session, build_navigation_graph
+from test_session_claims import unattributed
 
 T = TypeVar("T")
 
@@ -30,15 +31,6 @@ def session(
     created = graph.create_session(node="p", state=state, clock=clock)
     created.register_actions("p", handlers=handlers)
     return created
-
-
-def unattributed(keys: str, holder: str) -> str:
-    return (
-        f"the change to {keys} was first observed by {holder}, pending as well when it "
-        "landed; which of the fires made it cannot be told from the state (an application "
-        "may make one change for two requests), so nothing observed shows that this fire "
-        "had any effect"
-    )
 
 
 def test_an_already_true_fire_whose_contract_no_longer_holds_is_no_success() -> None:
