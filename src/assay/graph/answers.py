@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from assay.expr.predicate import ConditionEvidence
+from assay.expr.predicate import ConditionEvidence, Predicate
 from assay.graph.claims import Claim
 from assay.graph.result import ALREADY_TRUE_WHY, Answer, CurrentCheck, EffectStatus, FireResult
 from assay.graph.transition import Phase, Transition
@@ -147,21 +147,48 @@ def outcome_now(transition: Transition, current: Snapshot) -> CurrentCheck | Non
 
 
 def waiting_on(transition: Transition, queued_before: int) -> str:
-    """What a pending ``transition`` waits on; ``queued_before`` earlier fires wait on the
-    same state report ahead of it."""
-    if transition.already_true is not None and transition.handler_done:
-        # Its handler finished; the fire's own verify_expression is being checked.
-        return transition.waiting_on or "the verify contract to hold"
-    if transition.already_true is not None or (
-        transition.predicate is None and not transition.writes
-    ):
-        return "the handler to finish (it has not returned yet)"
-    if transition.observed:
-        return transition.waiting_on or "the handler to finish"
+    """What a pending ``transition`` waits on: everything that must still happen for it to
+    settle, each named until it has happened. ``queued_before`` earlier fires may be settled
+    by the state report it waits on, ahead of it (one report settles one of them).
+
+    Read from the transition's fields alone, never from a text set when something started,
+    so that it holds at any moment: before the verification task has run, while its
+    ``settle_ms`` goes by, and after the handler or the report has come."""
+    handler = "the handler to finish"
+    if transition.already_true is not None and not transition.handler_done:
+        return f"{handler} (it has not returned yet)"
+    if transition.already_true is not None:
+        # Its handler finished; its contract (with the fire's own verify_expression, or
+        # after a key it covers changed) is checked again, at once.
+        assert transition.predicate is not None  # already true: a declarative verify
+        return _contract(transition.predicate, 0)
+    if transition.predicate is None and not transition.writes:
+        return f"{handler} (it has not returned yet)"
+    if transition.observed:  # settled the moment its handler finishes
+        if transition.predicate is not None:
+            return f"{handler} (the contract already holds)"
+        return f"{handler} (the state report landed)"
     if transition.predicate is not None:
-        return transition.waiting_on or f"the verify contract {transition.predicate.source}"
+        contract = _contract(transition.predicate, transition.spec.settle_ms)
+        return contract if transition.handler_done else f"{handler} and {contract}"
+    report = f"a state report writing {', '.join(transition.writes)}"
+    if not transition.handler_done:
+        report = f"{report} and {handler}"
     where = f"; {queued_before} earlier fire(s) are queued before it" if queued_before else ""
-    return f"a state report writing {', '.join(transition.writes)}{where}"
+    return f"{report}{where}"
+
+
+def _contract(predicate: Predicate, settle_ms: int) -> str:
+    """The verify contract to hold, the keys its placeholders resolved to, and when it is
+    first checked when that is not at once (nothing is checked within ``settle_ms``)."""
+    notes = []
+    resolved = [key for key in predicate.keys if key not in predicate.source]
+    if resolved:  # placeholders filled from the args: say which keys it reads
+        notes.append(f"on {', '.join(resolved)}")
+    if settle_ms > 0:
+        notes.append(f"checked from {settle_ms:,} ms after the fire")
+    where = f" ({'; '.join(notes)})" if notes else ""
+    return f"the verify contract {predicate.source} to hold{where}"
 
 
 def _json_or_none(value: Any) -> Any:

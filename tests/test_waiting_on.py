@@ -1,0 +1,148 @@
+"""What a pending answer waits on: everything that must still happen for it to settle, each
+part named until it has happened (SPEC §11: a pending answer that does not say what it waits
+for must never happen)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from assay.clock import VirtualClock
+from assay.graph import Session, build_navigation_graph
+
+T = TypeVar("T")
+
+CONTRACT = '{"cart.paid":{"eq":true}}'
+
+GRAPH = build_navigation_graph(
+    "shop",
+    pages={
+        "cart": {
+            "actions": {
+                "pay": {"does": "Pay", "writes": ["cart.paid"]},
+                "pay-checked": {
+                    "does": "Pay, then check the cart is paid",
+                    "writes": ["cart.paid"],
+                    "verify": {"cart.paid": {"eq": True}},
+                    "settle_ms": 500,
+                },
+                "pay-at-once": {
+                    "does": "Pay, checked at once",
+                    "writes": ["cart.paid"],
+                    "verify": {"cart.paid": {"eq": True}},
+                },
+            }
+        }
+    },
+)
+
+
+def run(main: Callable[[VirtualClock], Awaitable[T]]) -> T:
+    return asyncio.run(main(VirtualClock()))
+
+
+def shop(clock: VirtualClock, release: asyncio.Event) -> Session:
+    """A session whose handlers run until ``release`` is set."""
+
+    async def handler(args: dict[str, Any]) -> None:
+        await release.wait()
+
+    s = GRAPH.create_session(node="cart", state={"cart": {"paid": False}}, clock=clock)
+    s.register_actions("cart", {"pay": handler, "pay-checked": handler, "pay-at-once": handler})
+    return s
+
+
+def test_a_writes_only_fire_waits_on_its_report_and_its_handler_until_each_happens() -> None:
+    # It said "a state report writing cart.paid" while its async handler ran too, and named
+    # the handler only once the report had landed.
+    async def main(clock: VirtualClock) -> list[str | None]:
+        seen: list[str | None] = []
+        for report_first in (True, False):
+            release = asyncio.Event()
+            s = shop(clock, release)
+            fired = s.fire("cart.pay")
+            tid = fired.transition_id or ""
+            seen.append(s.did_it_work(tid).waiting_on)
+            await clock.advance(1)
+            seen.append(s.did_it_work(tid).waiting_on)
+            if report_first:
+                s.report({"cart.paid": True})
+            else:
+                release.set()
+                await clock.advance(0)
+            seen.append(s.did_it_work(tid).waiting_on)
+            release.set()
+            s.report({"cart.paid": True})
+            await clock.advance(0)
+            seen.append(s.did_it_work(tid).answer)
+            await s.close()
+        return seen
+
+    both = "a state report writing cart.paid and the handler to finish"
+    assert run(main) == [
+        both,
+        both,
+        "the handler to finish (the state report landed)",
+        "worked",
+        both,
+        both,
+        "a state report writing cart.paid",
+        "worked",
+    ]
+
+
+def test_a_contract_fire_waits_on_its_handler_and_its_contract_checked_after_settle_ms() -> None:
+    # It said "the handler to finish" right after the fire, then "the verify contract ... to
+    # hold" once the verification started, never both, and "to hold" within settle_ms,
+    # before anything had been checked.
+    async def main(clock: VirtualClock) -> list[str | None]:
+        release = asyncio.Event()
+        s = shop(clock, release)
+        fired = s.fire("cart.pay-checked")
+        tid = fired.transition_id or ""
+        seen = [s.did_it_work(tid).waiting_on]
+        await clock.advance(0.2)  # the verification started, within its settle_ms
+        seen.append(s.did_it_work(tid).waiting_on)
+        await clock.advance(0.5)  # checked, and it does not hold
+        seen.append(s.did_it_work(tid).waiting_on)
+        release.set()
+        await clock.advance(0)
+        seen.append(s.did_it_work(tid).waiting_on)
+        s.report({"cart.paid": True})
+        await clock.advance(0)
+        seen.append(s.did_it_work(tid).answer)
+        await s.close()
+        return seen
+
+    contract = f"the verify contract {CONTRACT} to hold (checked from 500 ms after the fire)"
+    assert run(main) == [
+        f"the handler to finish and {contract}",
+        f"the handler to finish and {contract}",
+        f"the handler to finish and {contract}",
+        contract,
+        "worked",
+    ]
+
+
+def test_a_contract_that_holds_before_the_handler_returns_leaves_the_handler() -> None:
+    async def main(clock: VirtualClock) -> list[str | None]:
+        release = asyncio.Event()
+        s = shop(clock, release)
+        fired = s.fire("cart.pay-at-once")
+        tid = fired.transition_id or ""
+        seen = [s.did_it_work(tid).waiting_on]
+        s.report({"cart.paid": True})
+        await clock.advance(0.1)
+        seen.append(s.did_it_work(tid).waiting_on)
+        release.set()
+        await clock.advance(0)
+        seen.append(s.did_it_work(tid).answer)
+        await s.close()
+        return seen
+
+    assert run(main) == [
+        f"the handler to finish and the verify contract {CONTRACT} to hold",
+        "the handler to finish (the contract already holds)",
+        "worked",
+    ]
