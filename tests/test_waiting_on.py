@@ -8,8 +8,14 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import pytest
+
 from assay.clock import VirtualClock
 from assay.graph import Session, build_navigation_graph
+from assay.host import Application, Host
+from assay.host.wire import ActionRequest, ReportRequest
+from assay.ledger import Ledger
+from assay.ledger.memory import MemoryBackend
 
 T = TypeVar("T")
 
@@ -146,3 +152,54 @@ def test_a_contract_that_holds_before_the_handler_returns_leaves_the_handler() -
         "the handler to finish (the contract already holds)",
         "worked",
     ]
+
+
+ORDERS = build_navigation_graph(
+    "shop",
+    pages={"desk": {"actions": {"ship": {"does": "Ship", "writes": ["orders.{id}.status"]}}}},
+)
+
+
+@pytest.mark.anyio
+async def test_a_queued_fire_counts_the_fires_other_sessions_queued_ahead_of_it() -> None:
+    # A second session's fire said "a state report writing orders.1.status" with nothing
+    # queued before it, though the first session's fire on that key takes the next report:
+    # the count was of its own session's queue only. A changed key settles the earliest
+    # fire on it in the first session told, and sessions are told in the order opened, so
+    # a fire of the first session is ahead even when it was fired later.
+    application = Application.in_process(
+        ORDERS,
+        start="desk",
+        state={"orders": {"1": {"status": "new"}, "2": {"status": "new"}}},
+        handlers={"desk.ship": lambda args: None},
+    )
+    async with Host(application, Ledger(MemoryBackend())) as host:
+        later = host.open_session().id
+
+        async def ship(session: str | None, id: str) -> str:
+            request = ActionRequest(session=session, action="desk.ship", args={"id": id})
+            fired = await host.fire(request)
+            assert fired.answer == "pending"
+            return fired.transition_id or ""
+
+        def waits(session: str | None, transition_id: str) -> str | None:
+            said = host.did_it_work(session, transition_id)
+            assert (
+                said.why
+                == f"Still pending: waiting on {said.waiting_on}. Nothing has settled it yet."
+            )
+            return said.waiting_on
+
+        second = await ship(later, "1")  # fired first, in the session opened second
+        other_key = await ship(later, "2")
+        first = await ship(None, "1")
+        assert waits(None, first) == "a state report writing orders.1.status"
+        assert waits(later, second) == (
+            "a state report writing orders.1.status; 1 earlier fire(s) are queued before it"
+        )
+        assert waits(later, other_key) == "a state report writing orders.2.status"
+        host.report(ReportRequest(values={"orders.1.status": "shipped"}))
+        assert host.did_it_work(None, first).answer == "worked"
+        assert waits(later, second) == "a state report writing orders.1.status"
+        host.report(ReportRequest(values={"orders.1.status": "delivered"}))
+        assert host.did_it_work(later, second).answer == "worked"

@@ -4,10 +4,12 @@ transition the session has let go, the same answer read back from its evidence."
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from assay.expr.path import parse_path
 from assay.expr.predicate import ConditionEvidence, Predicate
+from assay.graph.binding import related
 from assay.graph.claims import Claim
 from assay.graph.result import ALREADY_TRUE_WHY, Answer, CurrentCheck, EffectStatus, FireResult
 from assay.graph.transition import Phase, Transition
@@ -176,6 +178,27 @@ def waiting_on(transition: Transition, queued_before: int) -> str:
         report = f"{report} and {handler}"
     where = f"; {queued_before} earlier fire(s) are queued before it" if queued_before else ""
     return f"{report}{where}"
+
+
+def queued_before(transition: Transition, queues: Iterable[Sequence[Transition]]) -> int:
+    """How many pending writes-only fires a state report that would settle ``transition``
+    may settle first: those ahead of it that write a key related to one it writes.
+
+    ``queues`` are the queues of every session on its substrate (its own among them), in
+    the order the sessions are told of a change: a changed key settles the earliest fire on
+    it in the first session told, so every fire in an earlier session's queue is ahead, and
+    in its own session those fired before it."""
+    written = [parse_path(key) for key in transition.writes]
+    ahead = 0
+    for queue in queues:
+        for queued in queue:
+            if queued is transition:
+                return ahead
+            if not queued.phase.terminal and any(
+                related(parse_path(key), path) for key in queued.writes for path in written
+            ):
+                ahead += 1
+    return ahead
 
 
 def _contract(predicate: Predicate, settle_ms: int) -> str:

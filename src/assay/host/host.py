@@ -27,7 +27,8 @@ from assay.expr import compile_expression
 from assay.expr.contract import compile_contract
 from assay.expr.path import parse_path, read_path
 from assay.expr.predicate import Predicate
-from assay.graph.answers import answer_from_evidence
+from assay.graph import answers
+from assay.graph.answers import answer_from_evidence, queued_before, waiting_on
 from assay.graph.declaration import Reversibility
 from assay.graph.result import Answer, FireResult
 from assay.graph.session import Session, resolve_thresholds
@@ -409,7 +410,7 @@ class Host:
             if result.effect_status != "pending" or left <= step:
                 return result
             if progress is not None:
-                waiting = session.did_it_work(transition_id).waiting_on or "settlement"
+                waiting = self._answer(session, transition_id).waiting_on or "settlement"
                 elapsed_ms = (self.clock.monotonic() - started) * 1000
                 await progress(elapsed_ms, float(wait_ms), waiting)
 
@@ -425,8 +426,30 @@ class Host:
             entries = self.ledger.query(session=session.id, transition=transition_id)
             answer = self._recorded_answer(session, transition_id, entries)
         else:
-            answer = session.did_it_work(transition_id)
+            answer = self._answer(session, transition_id)
         return TransitionAnswer(session=session.id, **answer.model_dump())
+
+    def _answer(self, session: Session, transition_id: str) -> Answer:
+        """``session.did_it_work``, with the fires that other sessions of this host queued
+        on a key a pending writes-only fire writes counted in its ``waiting_on``: one state
+        report settles one fire on a key across every session on the substrate, the first
+        session told first (the sessions are told in the order they were opened)."""
+        said = session.did_it_work(transition_id)
+        held = session.transitions.get(transition_id)
+        if (
+            said.answer != "pending"
+            or held is None
+            or held not in session.queue
+            or self.sessions.get(session.id) is not session  # closing
+        ):
+            return said
+        queues = [other.queue for other in self.sessions.values()]
+        waits = waiting_on(held, queued_before(held, queues))
+        if waits == said.waiting_on:
+            return said
+        return answers.answer(
+            held, session.store.current, waiting_on=waits, pending_for_ms=said.pending_for_ms
+        )
 
     async def adid_it_work(self, session_id: str | None, transition_id: str) -> TransitionAnswer:
         """``did_it_work`` for an event loop: a let-go transition's ledger entries are read
@@ -459,7 +482,7 @@ class Host:
             held = session.transitions.get(transition_id)
             if held is not None:
                 fired = session.result(held)
-            answer = session.did_it_work(transition_id)
+            answer = self._answer(session, transition_id)
         executed = fired.ok and fired.materialized
         kind = answer.answer if answer is not None else None
         success = (
