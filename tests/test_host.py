@@ -26,7 +26,8 @@ from assay.errors import (
 )
 from assay.examples.outpost import APPLICATION, Outpost, outpost_connector
 from assay.graph import build_navigation_graph
-from assay.graph.answers import FROM_EVIDENCE
+from assay.graph.answers import FROM_EVIDENCE, HELD_BEFORE_WHY
+from assay.graph.result import ALREADY_TRUE_WHY
 from assay.host import Application, DurableEvidence, Host
 from assay.host.wire import ActionRequest, ReportRequest, VerifyRequest
 from assay.ledger import Ledger, SQLiteBackend
@@ -640,3 +641,24 @@ async def test_a_verify_contract_with_placeholders_says_a_verify_has_no_argument
         "orders.{order_id}.status"
     )
     assert host.ledger.query(kind="verdict") == []
+
+
+async def test_an_already_true_fire_answers_with_how_it_settled_after_the_evidence() -> None:
+    # Its why was the already-true sentence alone: how it settled was dropped (the contract
+    # held before the fire too, here), and another fire's credit survived only in error.
+    application = Application.in_process(
+        DESK,
+        start="workspace",
+        state={"view": {"domain": "billing"}, "x": 2},
+        handlers=lambda store: {"workspace.open-billing": lambda args: None},
+    )
+    async with Host(application, Ledger(MemoryBackend())) as host:
+        request = ActionRequest(
+            action="workspace.open-billing", verify_expression="x > 1", wait_ms=5000
+        )
+        fired = await host.fire(request)
+        settled = host.did_it_work(None, fired.transition_id or "")
+    assert fired.already_true is not None
+    assert (fired.answer, settled.answer) == ("unobservable", "unobservable")
+    assert settled.why.startswith(HELD_BEFORE_WHY)
+    assert fired.why == f"{ALREADY_TRUE_WHY} {settled.why}"

@@ -30,7 +30,7 @@ from assay.expr.predicate import Predicate
 from assay.graph import answers
 from assay.graph.answers import answer_from_evidence, queued_before, waiting_on
 from assay.graph.declaration import Reversibility
-from assay.graph.result import Answer, FireResult
+from assay.graph.result import ALREADY_TRUE_WHY, Answer, FireResult
 from assay.graph.session import Session, resolve_thresholds
 from assay.host.application import Application, ConnectContext, Connection
 from assay.host.evidence import DurableEvidence
@@ -485,6 +485,11 @@ class Host:
             answer = self._answer(session, transition_id)
         executed = fired.ok and fired.materialized
         kind = answer.answer if answer is not None else None
+        # The answer's own why (settled or pending), after the already-true sentence when
+        # the fire carries that evidence: the sentence says nothing of how it settled.
+        why = answer.why if answer is not None else fired.error
+        if answer is not None and fired.already_true is not None:
+            why = f"{ALREADY_TRUE_WHY} {why}"
         success = (
             True if kind == "worked" else None if kind in ("pending", "unobservable") else False
         )
@@ -499,7 +504,7 @@ class Host:
             answer=kind if kind is not None else "refused",
             waiting_on=answer.waiting_on if answer is not None else None,
             already_true=fired.already_true,
-            why=fired.why if fired.why is not None else answer.why if answer else fired.error,
+            why=why,
             outcome_now=fired.outcome_now,
             error=fired.error,
             refusal=fired.refusal,
