@@ -29,10 +29,13 @@ from assay.graph import build_navigation_graph
 from assay.graph.answers import FROM_EVIDENCE, HELD_BEFORE_WHY
 from assay.graph.result import ALREADY_TRUE_WHY
 from assay.host import Application, DurableEvidence, Host
+from assay.host.application import ConnectContext, Connection
 from assay.host.wire import ActionRequest, ReportRequest, VerifyRequest
 from assay.ledger import Ledger, SQLiteBackend
 from assay.ledger.memory import MemoryBackend
 from assay.redaction import Redaction
+from assay.state.probes import CallableProbe
+from assay.state.substrate import Substrate
 
 pytestmark = pytest.mark.anyio
 
@@ -662,3 +665,112 @@ async def test_an_already_true_fire_answers_with_how_it_settled_after_the_eviden
     assert (fired.answer, settled.answer) == ("unobservable", "unobservable")
     assert settled.why.startswith(HELD_BEFORE_WHY)
     assert fired.why == f"{ALREADY_TRUE_WHY} {settled.why}"
+
+
+LAMP = build_navigation_graph(
+    "lamp",
+    pages={
+        "room": {
+            "actions": {
+                "switch-on": {
+                    "does": "Switch the lamp on",
+                    "writes": ["lamp.on"],
+                    "verify": {"lamp.on": {"eq": True}},
+                }
+            }
+        }
+    },
+)
+
+
+def _polled_lamp(lamp: dict[str, Any], reads: list[float], clock: VirtualClock) -> Application:
+    """The lamp, seen only through a probe polled every 0.5 s, each read taking
+    ``lamp["read_s"]`` (0 when not given), or failing while ``lamp["broken"]``; the time
+    each read started is added to ``reads``."""
+
+    async def read() -> dict[str, Any]:
+        reads.append(clock.monotonic())
+        if lamp.get("broken"):
+            raise RuntimeError("the lamp's controller does not answer")
+        if lamp.get("read_s"):
+            await clock.sleep(lamp["read_s"])
+        return {"lamp.on": lamp["on"]}
+
+    async def connect(context: ConnectContext) -> Connection:
+        substrate = Substrate(
+            probes=[CallableProbe(read, name="lamp", interval=0.5)],
+            declared_keys=LAMP.declared_writes(),
+            clock=context.clock,
+        )
+        return Connection(substrate, {"room.switch-on": lambda args: lamp.update(on=True)})
+
+    return Application(LAMP, "room", connect)
+
+
+async def test_a_polled_change_made_before_the_fire_is_never_credited_to_it() -> None:
+    # The lamp came on at 0.4 s, between two polls, and the agent switched it on at 0.45 s:
+    # the fire's pre-action snapshot was the poll of 0 s, so it answered worked for a change
+    # made before it fired. The host now reads the probes afresh before each fire.
+    clock = VirtualClock()
+    lamp: dict[str, Any] = {"on": False}
+    reads: list[float] = []
+    async with Host(_polled_lamp(lamp, reads, clock), Ledger(MemoryBackend()), clock=clock) as h:
+        await clock.advance(0.4)
+        lamp["on"] = True  # the application's own doing, before the agent fires
+        await clock.advance(0.05)
+        request = ActionRequest(action="room.switch-on", wait_ms=2000)
+        firing = asyncio.ensure_future(h.fire(request))
+        await clock.advance(2)
+        fired = await firing
+    assert fired.answer == "unobservable"
+    assert 0.45 in reads  # read as it fired, not at the next poll
+    assert fired.already_true is not None
+    assert fired.already_true[0].actual_summary == "true"
+
+
+async def test_fires_made_while_a_read_is_under_way_share_the_next_read() -> None:
+    # Each fire reads the probes afresh; those asking while a read is under way (it started
+    # before they asked, so it may miss what they saw) share one read started after it.
+    clock = VirtualClock()
+    lamp: dict[str, Any] = {"on": False}
+    reads: list[float] = []
+    async with Host(_polled_lamp(lamp, reads, clock), Ledger(MemoryBackend()), clock=clock) as h:
+        await clock.advance(0.2)
+        lamp["read_s"] = 0.1
+        sessions = [h.open_session().id for _ in range(3)]
+        before = len(reads)
+        fires = [asyncio.ensure_future(h.fire(ActionRequest(action="room.switch-on")))]
+        await clock.settle()  # its read is under way
+        for session in sessions:
+            request = ActionRequest(action="room.switch-on", session=session)
+            fires.append(asyncio.ensure_future(h.fire(request)))
+        await clock.advance(0.25)
+        answers = await asyncio.gather(*fires)
+    # The first fire's read, then one for the other three.
+    assert reads[before:] == pytest.approx([0.2, 0.3])
+    assert [a.answer for a in answers] == [
+        "pending",
+        "unobservable",
+        "unobservable",
+        "unobservable",
+    ]
+
+
+async def test_a_fire_whose_fresh_read_fails_is_judged_with_the_confidence_that_leaves() -> None:
+    # The read before the fire fails: the fire is neither stopped by it nor judged as if
+    # the state were fresh; the failure is in the probe's health, so in the confidence gate.
+    clock = VirtualClock()
+    lamp: dict[str, Any] = {"on": False}
+    reads: list[float] = []
+    application = _polled_lamp(lamp, reads, clock)
+    ledger = Ledger(MemoryBackend())
+    async with Host(application, ledger, clock=clock, thresholds={"reversible": 0.7}) as h:
+        await clock.advance(0.2)
+        lamp["broken"] = True
+        fired = await h.fire(ActionRequest(action="room.switch-on"))
+        (probe,) = h.substrate.sources()
+    assert reads[-1] == 0.2
+    assert probe.last_error == "RuntimeError: the lamp's controller does not answer"
+    assert fired.refusal == "low_confidence"
+    assert fired.refusal_figures is not None
+    assert fired.refusal_figures.health == pytest.approx(2 / 3)
