@@ -203,3 +203,30 @@ async def test_a_queued_fire_counts_the_fires_other_sessions_queued_ahead_of_it(
         assert waits(later, second) == "a state report writing orders.1.status"
         host.report(ReportRequest(values={"orders.1.status": "delivered"}))
         assert host.did_it_work(later, second).answer == "worked"
+
+
+def test_an_already_true_fire_with_its_own_expression_waits_on_its_handler_then_on_it() -> None:
+    # It said it waited on the handler alone, though its own verify_expression is checked
+    # once the handler has returned, before it settles.
+    async def main(clock: VirtualClock) -> list[str | None]:
+        release = asyncio.Event()
+        s = shop(clock, release)
+        s.report({"cart.paid": True})
+        fired = s.fire("cart.pay-at-once", verify_expression="cart.paid === true")
+        assert fired.already_true is not None
+        tid = fired.transition_id or ""
+        seen = [s.did_it_work(tid).waiting_on]
+        release.set()
+        await clock.advance(0)
+        seen.append(s.did_it_work(tid).answer)
+        await s.close()
+        return seen
+
+    contract = (
+        f"the verify contract {CONTRACT} (declared) and cart.paid === true (given with the fire) "
+        "to hold"
+    )
+    assert run(main) == [
+        f"the handler to finish (it has not returned yet), then {contract}",
+        "unobservable",
+    ]

@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from assay.expr.path import parse_path
 from assay.expr.predicate import ConditionEvidence, Predicate
-from assay.graph.binding import related
+from assay.graph.binding import AllOf, related
 from assay.graph.claims import Claim
 from assay.graph.result import ALREADY_TRUE_WHY, Answer, CurrentCheck, EffectStatus, FireResult
 from assay.graph.transition import Phase, Transition
@@ -158,6 +158,8 @@ def waiting_on(transition: Transition, queued_before: int) -> str:
     ``settle_ms`` goes by, and after the handler or the report has come."""
     handler = "the handler to finish"
     if transition.already_true is not None and not transition.handler_done:
+        if isinstance(transition.predicate, AllOf):  # the fire's own expression, checked after
+            return f"{handler} (it has not returned yet), then {_contract(transition.predicate, 0)}"
         return f"{handler} (it has not returned yet)"
     if transition.already_true is not None:
         # Its handler finished; its contract (with the fire's own verify_expression, or
