@@ -865,8 +865,9 @@ def test_closing_a_session_settles_what_is_pending_as_unobservable_saying_so() -
 
     answer, flights = run(main)
     closed = (
-        "the session was closed while it waited on the verify contract inbox.sent_count > 0 "
-        "to hold (250 ms); nothing settled it, and nothing more of it is observed"
+        "the session was closed while it waited on the handler to finish and the verify "
+        "contract inbox.sent_count > 0 to hold (250 ms); nothing settled it, and nothing more "
+        "of it is observed"
     )
     assert (answer.answer, answer.error, answer.why) == ("unobservable", closed, closed)
     assert flights == {}  # the single-flight action is free again

@@ -420,7 +420,6 @@ class Session:
             return
         if inspect.isawaitable(returned):
             self._spawn(self._await_handler(transition, returned))
-            transition.waiting_on = "the handler to finish"
         else:
             self._handler_finished(transition, returned)
 
@@ -520,10 +519,6 @@ class Session:
             timeout_ms=timeout_ms,
             poll_interval_ms=self.substrate.poll_interval_ms,
         )
-        transition.waiting_on = f"the verify contract {predicate.source} to hold"
-        resolved = [key for key in predicate.keys if key not in predicate.source]
-        if resolved:  # placeholders filled from the args: say which keys it reads
-            transition.waiting_on += f" (on {', '.join(resolved)})"
         try:
             outcome, final = await verify_observed(
                 predicate,
@@ -559,7 +554,6 @@ class Session:
                 self._finish_observed(transition)
             else:
                 # A handler that raises is a failure even when the contract holds.
-                transition.waiting_on = "the handler to finish (the contract already holds)"
                 transition.observed = True
         else:
             transition.error = outcome.narrative
@@ -593,7 +587,6 @@ class Session:
             if transition.handler_done:
                 self._finish(transition, Phase.WORKED)
             else:
-                transition.waiting_on = "the handler to finish (the state report landed)"
                 transition.observed = True
 
     def _changes(self, transition: Transition, after: Snapshot) -> list[FieldChange]:

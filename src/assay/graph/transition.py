@@ -66,7 +66,6 @@ class Transition:
     commit: list[FieldChange] = field(default_factory=list)
     settled_at: float | None = None
     settled_version: int | None = None
-    waiting_on: str | None = None
     settled: asyncio.Event | None = None
 
     def settle(self, phase: Phase, at: float, version: int) -> None:
@@ -81,7 +80,6 @@ class Transition:
         self.phase = phase
         self.settled_at = at
         self.settled_version = version
-        self.waiting_on = None
         if self.settled is not None:
             self.settled.set()
 
