@@ -121,6 +121,27 @@ async def test_an_empty_ledger_filter_is_refused_rather_than_matching_nothing(
     ]
 
 
+@pytest.mark.parametrize(
+    ("url", "name", "instead"),
+    [
+        ("/v1/sessions", "session", "leave after out to start from the first session"),
+        ("/v1/runs", "run", "leave after out to start from the first run"),
+    ],
+)
+async def test_an_empty_after_is_refused_rather_than_naming_nothing(
+    client: httpx.AsyncClient, url: str, name: str, instead: str
+) -> None:
+    # GET /v1/sessions?after= was a 404 saying no session is called ''; /v1/runs read it
+    # as naming no run at all.
+    assert _errors(await client.get(url, params={"after": ""})) == [
+        {
+            "field": "query.after",
+            "message": f"an empty string names no {name}; {instead}",
+            "type": "string_too_short",
+        }
+    ]
+
+
 WHOLE = (
     "must be a whole number written in the digits 0-9 alone (no sign, space, point, exponent "
     "or separator), not "

@@ -11,7 +11,7 @@ from assay.host.wire import ActionList, SessionInfo, SessionRequest
 from assay.server.auth import Principal, require
 from assay.server.declared import errors
 from assay.server.json_body import JSONRoute
-from assay.server.query import known_query, whole
+from assay.server.query import known_query, named, whole
 from assay.server.state import host_of
 from assay.server.tokens import Scope
 
@@ -50,7 +50,10 @@ async def list_sessions(
     who: Annotated[Principal, Depends(require(Scope.READ))],
     after: Annotated[
         str | None,
-        Query(max_length=200, description="only sessions opened after this one (its id)"),
+        named("session", "leave after out to start from the first session"),
+        Query(
+            min_length=1, max_length=200, description="only sessions opened after this one (its id)"
+        ),
     ] = None,
     limit: Annotated[
         int,

@@ -19,7 +19,7 @@ from assay.errors import NotFoundError, WorkflowError, WorkflowUnavailableError
 from assay.server.auth import Principal, require
 from assay.server.declared import errors
 from assay.server.json_body import JSONRoute
-from assay.server.query import known_query, whole
+from assay.server.query import known_query, named, whole
 from assay.server.tokens import Scope
 from assay.workflow.definition import Workflow
 from assay.workflow.run import RunRecord, RunStatus
@@ -131,7 +131,12 @@ def runs(
     who: Annotated[Principal, Depends(require(Scope.READ))],
     after: Annotated[
         str | None,
-        Query(max_length=200, description="only runs started after this run (its run_id)"),
+        named("run", "leave after out to start from the first run"),
+        Query(
+            min_length=1,
+            max_length=200,
+            description="only runs started after this run (its run_id)",
+        ),
     ] = None,
     limit: Annotated[
         int,
