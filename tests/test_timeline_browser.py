@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -18,21 +17,10 @@ from assay.host.loopback import LoopbackServer
 from assay.ledger import Ledger, SQLiteBackend
 from assay.timeline import LedgerCheck, timeline_routes
 from http_daemon import TOKENS, bearer, serving
+from test_demo import CHROMIUM, CHROMIUM_FLAGS
 from test_timeline_check import alter
 
 pytestmark = pytest.mark.anyio
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @pytest.fixture
