@@ -931,3 +931,72 @@ def test_poller_configuration_errors() -> None:
     with pytest.raises(NotFoundError, match=r"no probe named 'y'; this poller polls \['x'\]"):
         poller.health("y")
     assert poller.names == ("x",)
+
+
+def test_poller_refuses_a_key_another_probe_answers() -> None:
+    """Two probes answering one key (or one holding the other's) would overwrite each other
+    at every read: the later read is not taken, and its probe's health says why."""
+    answers = {
+        "sql": iter([{"inbox": {"count": 1, "unread": 0}}] * 3),
+        "http": iter([{"inbox.count": 9}, {"drone.mode": "GUIDED"}, {"drone": {"mode": "LAND"}}]),
+        "page": iter([{"inbox": 5}, {"view.domain": "billing"}, {"view.domain": "billing"}]),
+    }
+    taken: list[tuple[str, dict[str, Any]]] = []
+
+    def sink(name: str, values: dict[str, Any], gone: frozenset[str]) -> None:
+        taken.append((name, values))
+
+    async def main() -> dict[str, ProbeHealth]:
+        probes = [
+            CallableProbe(lambda name=name: next(answers[name]), name=name) for name in answers
+        ]
+        poller = Poller(probes, sink, VirtualClock())
+        for _ in range(3):
+            for probe in probes:  # one at a time, so which read comes first is fixed
+                await poller._read(probe)
+        return poller.all_health()
+
+    health = run(main)
+    assert [name for name, _ in taken] == ["sql", "sql", "http", "page", "sql", "http", "page"]
+    assert "probe 'http' answered 'inbox.count', and probe 'sql'" in str(health["http"].last_error)
+    assert "probe 'page' answered 'inbox', and probe 'sql' answers 'inbox'" in str(
+        health["page"].last_error
+    )
+    assert (health["sql"].ratio, health["http"].ratio, health["page"].ratio) == (1.0, 2 / 3, 2 / 3)
+    assert taken[2] == ("http", {"drone.mode": "GUIDED"})
+    assert taken[5] == ("http", {"drone": {"mode": "LAND"}})
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "theirs"),
+    [
+        (
+            {"inbox": {"count": 1}},
+            {"inbox.count": 2},
+            "'inbox.count', and probe 'a' answers 'inbox'",
+        ),
+        (
+            {"inbox.count": 1},
+            {"inbox": {"count": 2}},
+            "'inbox', and probe 'a' answers 'inbox.count'",
+        ),
+        ({'a["x.y"]': 1}, {'a["x.y"]': 2}, """'a["x.y"]', and probe 'a' answers 'a["x.y"]'"""),
+    ],
+)
+def test_poller_names_the_probes_and_keys_that_collide(
+    first: dict[str, Any], second: dict[str, Any], theirs: str
+) -> None:
+    answers = {"a": iter([first]), "b": iter([second])}
+
+    async def main() -> ProbeHealth:
+        probes = [CallableProbe(lambda n=n: next(answers[n]), name=n) for n in answers]
+        poller = Poller(probes, lambda *_: None, VirtualClock())
+        for probe in probes:
+            await poller._read(probe)
+        return poller.health("b")
+
+    assert run(main).last_error == (
+        f"probe 'b' answered {theirs}: each key must come from one probe, so this read was not "
+        "taken; narrow one of them (its queries, pointer or keys) so that they answer different "
+        "keys"
+    )

@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeAlias
 
 from assay.clock import SYSTEM_CLOCK, Clock
-from assay.errors import NotFoundError, ProbeConfigError, ProbeError
+from assay.errors import ContractError, NotFoundError, ProbeConfigError, ProbeError
+from assay.expr.path import format_path, parse_path
 from assay.state.health import DEFAULT_WINDOW, HealthWindow, ProbeHealth
 from assay.state.probes.probe import (
     ClosableProbe,
@@ -204,6 +205,10 @@ class Poller:
         if error is not None:
             raise error
         values = reading.result()
+        shared = self._shared_key(name, values.keys())
+        if shared is not None:
+            self._failed(name, shared)
+            return
         gone = self._owned[name] - values.keys()
         try:
             self._sink(name, dict(values), gone)
@@ -212,6 +217,47 @@ class Poller:
             return
         self._owned[name] = frozenset(values)
         self._health[name].record_success(self._clock.monotonic())
+
+    def _shared_key(self, name: str, keys: Iterable[str]) -> str | None:
+        """Why probe ``name`` may not take ``keys``: another probe answers one of them, a key
+        holding one, or a key inside one (their values would overwrite each other at every
+        read); ``None`` if no other probe does. Only keys that ``name`` did not answer last
+        time are looked at: the others were when it first answered them."""
+        new = [key for key in keys if key not in self._owned[name]]
+        if not new:
+            return None
+        # Every key the other probes answer, and every key holding one, with who answers it.
+        answered = {
+            path: (other, path)
+            for other, owned in self._owned.items()
+            if other != name
+            for path in map(_segments, owned)
+        }
+        for path, holder in list(answered.items()):
+            for depth in range(1, len(path)):
+                answered.setdefault(path[:depth], holder)
+        if not answered:
+            return None
+        for key in new:
+            path = _segments(key)
+            for depth in range(1, len(path) + 1):
+                found = answered.get(path[:depth])
+                if found is not None and (depth == len(path) or found[1] == path[:depth]):
+                    other, theirs = found
+                    return (
+                        f"probe {name!r} answered {key!r}, and probe {other!r} answers "
+                        f"{format_path(theirs)!r}: each key must come from one probe, so this "
+                        "read was not taken; narrow one of them (its queries, pointer or "
+                        "keys) so that they answer different keys"
+                    )
+        return None
+
+
+def _segments(key: str) -> tuple[str, ...]:
+    try:
+        return parse_path(key)
+    except ContractError:
+        return (key,)  # the sink refuses it, naming what is wrong
 
 
 def _set(future: asyncio.Future[None]) -> None:
