@@ -13,6 +13,10 @@ from typing import Any
 import pytest
 
 from assay import UNDEFINED, ExpressionEvaluationError, compile_expression
+from assay.errors import ContractError
+from assay.expr import compile_contract
+from assay.expr.path import parse_path
+from assay.graph.binding import fill
 
 STATE: dict[str, Any] = {
     "inbox": {"sent_count": 15, "folders": ["inbox", "archive"], "count": "15"},
@@ -328,10 +332,14 @@ ARGS = {"order_id": "o1", "n": 3, "ref": {"id": "a.b"}}
         ("orders[args.order_id].status === 'x'", ("orders.o1.status",)),
         ("orders[args.order_id]?.status", ("orders.o1.status",)),
         ("orders[args.ref.id].status", ('orders["a.b"].status',)),
-        # Not a string: the key is unknown, so the whole object is read.
-        ("orders[args.n].status", ("orders",)),
+        # A number names the member JavaScript converts it to.
+        ("orders[args.n].status", ("orders.3.status",)),
+        ("orders[args.order_id].lines[args.n]", ("orders.o1.lines.3",)),
+        # An object, a missing argument or one that cannot be read: the whole object is read.
+        ("orders[args.ref].status", ("orders",)),
         ("orders[args.missing].status", ("orders",)),
-        ("orders[args.order_id].lines[args.n]", ("orders.o1.lines",)),
+        ("orders[args.missing.id].status", ("orders",)),
+        ("orders[args.order_id][args.ref].status", ("orders.o1",)),
         # A callback's parameter named args is not the fire's.
         ("items.map(args => orders[args.order_id])", ("items", "orders")),
         (
@@ -345,6 +353,58 @@ def test_keys_with_the_fires_arguments_name_the_members_they_key(
     source: str, keys: tuple[str, ...]
 ) -> None:
     assert compile_expression(source).keys_with(ARGS) == keys
+
+
+@pytest.mark.parametrize(
+    ("value", "key"),
+    [
+        (1, "orders.1.status"),
+        (-7, "orders.-7.status"),
+        (1.0, "orders.1.status"),
+        (-0.0, "orders.0.status"),
+        (1.5, 'orders["1.5"].status'),
+        (0.1 + 0.2, 'orders["0.30000000000000004"].status'),
+        (1e21, 'orders["1e+21"].status'),
+        (10**21, 'orders["1e+21"].status'),
+        (1e-7, "orders.1e-7.status"),
+        (True, "orders.true.status"),
+        (None, "orders.null.status"),
+        (math.inf, "orders.Infinity.status"),
+        # An array or an object as the key: read as the whole object.
+        ([1], "orders"),
+        ({"id": 1}, "orders"),
+    ],
+)
+def test_keys_with_a_key_that_is_no_string_name_the_member_evaluation_reads(
+    value: Any, key: str
+) -> None:
+    # orders[args.n] with n = 1 read all of orders, so another order's change was evidence.
+    expression = compile_expression("orders[args.n].status === 'cancelled'")
+    assert expression.keys_with({"n": value}) == (key,)
+    if key != "orders":
+        # Evaluation reads the member at exactly that key, and nothing else of orders.
+        state: Any = "cancelled"
+        for segment in reversed(parse_path(key)):
+            state = {segment: state}
+        assert expression.test({**state, "args": {"n": value}}) is True
+
+
+@pytest.mark.parametrize("value", ["o1", 0, 7, -7, 2**53 - 1, 10**21])
+def test_a_placeholder_fills_the_key_an_expression_reads_with_the_same_argument(
+    value: Any,
+) -> None:
+    expression = compile_expression("orders[args.n].status === 'cancelled'")
+    contract = compile_contract({"orders.{n}.status": {"eq": "cancelled"}})
+    assert contract.bind({"n": value}).keys == expression.keys_with({"n": value})
+    assert fill("orders.{n}.status", {"n": value}) == expression.keys_with({"n": value})[0]
+
+
+@pytest.mark.parametrize("value", [1.5, 1.0, True, None, [1], {"id": 1}])
+def test_a_placeholder_refuses_an_argument_that_is_no_string_or_integer(value: Any) -> None:
+    with pytest.raises(ContractError, match="so it must be a string or an integer, got "):
+        compile_contract({"orders.{n}.status": {"eq": "x"}}).bind({"n": value})
+    with pytest.raises(ValueError, match="so it must be a string or an integer, got "):
+        fill("orders.{n}.status", {"n": value})
 
 
 def test_evaluation_never_mutates_the_state() -> None:

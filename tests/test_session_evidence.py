@@ -167,3 +167,51 @@ def test_a_contract_keyed_by_an_argument_rests_on_that_member_only() -> None:
         "The contract holds, but it held before the action fired too, and none of the keys "
         "it reads changed"
     )
+
+
+def test_a_contract_keyed_by_a_number_rests_on_that_member_only() -> None:
+    # orders[args.n] with n = 1 read all of orders, as a key that is no string was taken as
+    # unknown: order 1 was cancelled before the fire, order 2 moved meanwhile, and cancel(1),
+    # whose handler did nothing, answered worked on order 2's change.
+    cancel = {
+        "does": "cancel an order",
+        "settle_ms": 200,
+        "verify_expression": "orders[args.n].status === 'cancelled'",
+    }
+    state = {"orders": {"1": {"status": "cancelled"}, "2": {"status": "open"}}}
+
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"cancel": cancel}, state, cancel=lambda args: None)
+        fired = s.fire("p.cancel", {"n": 1})
+        s.report({"orders.2.status": "shipped"})
+        await clock.advance(1)
+        return s.did_it_work(fired.transition_id or "")
+
+    answer = run(main)
+    assert answer.answer == "unobservable"
+    assert answer.why is not None
+    assert answer.why.startswith(
+        "The contract holds, but it held before the action fired too, and none of the keys "
+        "it reads changed"
+    )
+
+
+def test_fires_keyed_by_numbers_are_each_credited_with_their_own_member() -> None:
+    # Each fire read all of orders, so one report cancelling orders 1 and 2 was claimed whole
+    # by the first fire to settle, and the other answered unobservable.
+    cancel = {
+        "does": "cancel an order",
+        "verify_expression": "orders[args.n].status === 'cancelled'",
+    }
+    state = {"orders": {"1": {"status": "open"}, "2": {"status": "open"}}}
+
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"cancel": cancel}, state, cancel=lambda args: None)
+        fires = [s.fire("p.cancel", {"n": n}) for n in (1, 2)]
+        await clock.advance(0)  # both have checked once and wait for a change
+        s.report({"orders.1.status": "cancelled", "orders.2.status": "cancelled"})
+        await clock.advance(1)
+        return [s.did_it_work(f.transition_id or "") for f in fires]
+
+    answers = run(main)
+    assert [(a.answer, a.error) for a in answers] == [("worked", None), ("worked", None)]

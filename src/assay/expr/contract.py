@@ -29,6 +29,7 @@ from assay.expr.filter_operators import (
     holds_if_missing,
     json_value,
 )
+from assay.expr.operators import member_key
 from assay.expr.path import MISSING, format_path, json_type_name, parse_path, read_path
 from assay.expr.predicate import Check, ConditionEvidence, require_state
 
@@ -38,6 +39,17 @@ if TYPE_CHECKING:
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 """A ``{name}`` placeholder in a key, filled from a fire's arguments; group 1 is the name."""
+
+
+def placeholder_text(value: Any) -> str | None:
+    """What a ``{name}`` placeholder is filled with: a string as it is, an integer as the key
+    an expression reads with it (``orders[args.n]``, ``n`` being ``1e21``, reads
+    ``orders["1e+21"]``); ``None`` for any other value, which a placeholder refuses."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return member_key(int(value))
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,10 +256,9 @@ def _bind_spec(spec: _Spec, args: Mapping[str, Any]) -> _Spec:
     def segment_value(match: re.Match[str]) -> str:
         name = match.group(1)
         value = argument(name, "its path")
-        if isinstance(value, str):
-            return value
-        if isinstance(value, int) and not isinstance(value, bool):
-            return str(value)
+        text = placeholder_text(value)
+        if text is not None:
+            return text
         raise ContractError(
             f"contract key {spec.key!r}: argument {name!r} stands in the path, so it must be "
             f"a string or an integer, got {json_type_name(value)}",

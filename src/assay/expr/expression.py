@@ -11,6 +11,7 @@ from assay.errors import ExpressionError, ExpressionSyntaxError, WrongTypeError
 from assay.expr.codegen import CodeGenerator
 from assay.expr.functions import GLOBAL_FUNCTIONS, GLOBAL_NAMESPACES
 from assay.expr.limits import Limits
+from assay.expr.operators import get_path, member_key
 from assay.expr.parser import parse
 from assay.expr.path import format_path
 from assay.expr.predicate import Check, require_state
@@ -68,8 +69,9 @@ class Expression:
     def keys_with(self, args: Mapping[str, Any]) -> tuple[str, ...]:
         """The state paths the expression reads when ``args`` is the state's ``args`` (a
         fire's arguments), sorted and without ``args``' own: ``orders[args.order_id].status``
-        reads ``orders.o1.status`` when ``args.order_id`` is the string ``"o1"``, and
-        ``orders`` when it is anything else."""
+        reads ``orders.o1.status`` when ``args.order_id`` is the string ``"o1"``,
+        ``orders.1.status`` when it is the number ``1`` (the key JavaScript converts it to), and
+        ``orders`` when it is an object, an array or missing."""
         keys = {key for key in self._plain if key != "args" and not key.startswith("args.")}
         for template in self._templates:
             keys.add(format_path(_filled(template, args)))
@@ -152,20 +154,27 @@ def _until_argument(path: tuple[Segment, ...]) -> tuple[str, ...]:
 
 
 def _filled(path: tuple[Segment, ...], args: Mapping[str, Any]) -> tuple[str, ...]:
-    """``path`` with each argument segment filled from ``args``; up to the first that is not
-    a string there (a number, an object, a missing argument), where the key is unknown."""
+    """``path`` with each argument segment filled from ``args``; up to the first whose key is
+    unknown (an object or an array, a missing argument), where the whole object is read."""
     filled: list[str] = []
     for part in path:
-        if isinstance(part, str):
-            filled.append(part)
-            continue
-        value: Any = args
-        for name in part.path:
-            value = value.get(name) if isinstance(value, Mapping) else None
-        if type(value) is not str:
+        key = part if isinstance(part, str) else _argument_key(args, part.path)
+        if key is None:
             break
-        filled.append(value)
+        filled.append(key)
     return tuple(filled)
+
+
+def _argument_key(args: Mapping[str, Any], names: tuple[str, ...]) -> str | None:
+    """The key that ``obj[args.<names>]`` reads, the argument read and converted to a key as
+    evaluation reads and converts it (``1`` reads ``"1"``); ``None`` where that names no one
+    member, or where reading the argument throws, so the member is never read."""
+    texts = tuple(format_path(("args", *names[:depth])) for depth in range(len(names)))
+    try:
+        value = get_path(dict(args), names, texts)
+    except ExpressionError:
+        return None
+    return member_key(value)
 
 
 def _is_global_callee(node: Node, params: frozenset[str]) -> bool:

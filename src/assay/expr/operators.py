@@ -81,6 +81,18 @@ def get_member(obj: Any, key: Any, path: str, key_text: str | None, meter: Meter
     raise unsupported(obj)
 
 
+def member_key(key: Any) -> str | None:
+    """The property key ``obj[key]`` reads whatever ``obj`` is, converted as ``get_member``
+    converts it (ToPropertyKey): ``1`` reads ``"1"``, ``1.5`` ``"1.5"``, ``1e21`` ``"1e+21"``,
+    ``-0`` ``"0"``, ``null`` ``"null"``. ``None`` for undefined, an array or an object: an
+    argument that is one of those is taken to name no one member."""
+    if type(key) is str:
+        return key
+    if type(key) in JSON_SCALARS or key is None:
+        return to_property_key(key, _STRING_KEYS)  # a scalar converts without the meter
+    return None
+
+
 def get_path(obj: Any, keys: tuple[str, ...], paths: tuple[str, ...]) -> Any:
     """Read a chain of constant keys from ``obj``: ``obj.a.b`` is ``(("a", "b"), (t, t.a))``."""
     for key, path in zip(keys, paths, strict=True):

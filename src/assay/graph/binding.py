@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from assay.expr import Expression
-from assay.expr.contract import PLACEHOLDER, Contract
+from assay.expr.contract import PLACEHOLDER, Contract, placeholder_text
 from assay.expr.path import format_path, json_type_name, parse_path
 from assay.expr.predicate import Check, Predicate, require_state
 
@@ -99,10 +99,9 @@ def fill(template: str, args: Mapping[str, Any]) -> str:
     def segment_value(match: re.Match[str]) -> str:
         name = match.group(1)
         value = args[name]
-        if isinstance(value, str):
-            return value
-        if isinstance(value, int) and not isinstance(value, bool):
-            return str(value)
+        text = placeholder_text(value)
+        if text is not None:
+            return text
         raise ValueError(
             f"writes key {template!r}: argument {name!r} stands in the path, so it must be a "
             f"string or an integer, got {json_type_name(value)}"
