@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -408,3 +409,31 @@ def test_a_terminated_stdio_server_settles_its_pending_fire_and_exits_143(tmp_pa
         ("settlement", "inbox.send#1"),
     ]
     assert "the session was closed while it waited on" in json.dumps(entries[1].body)
+
+
+def _file_size_limit(size: int) -> None:
+    """In the child: writes that would grow a file past ``size`` bytes fail with EFBIG (as on
+    a full disk) instead of killing the process with SIGXFSZ."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+
+def test_answers_that_cannot_be_written_are_incomplete_output_with_exit_2(tmp_path: Path) -> None:
+    # Standard output is a file that cannot grow past 100 bytes: the first answer does not
+    # fit. That is the output's failure, said as the CLI says it, not a bug in assay (70).
+    answers = tmp_path / "answers.jsonl"
+    with answers.open("wb") as stdout:
+        done = subprocess.run(
+            [ASSAY, "mcp", "--ledger", "memory:"],
+            input=_lines(_initialize(1)),
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            check=False,
+            preexec_fn=lambda: _file_size_limit(100),
+        )
+    assert (done.returncode, done.stderr.decode()) == (
+        2,
+        f"assay mcp: error: cannot write to standard output ({answers}): File too large; "
+        "the output is incomplete\n",
+    )

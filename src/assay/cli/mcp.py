@@ -32,7 +32,7 @@ def register(commands: Any) -> None:
         "endpoint is http://HOST:PORT/mcp, announced on stderr. Interrupted (SIGINT) or "
         "terminated (SIGTERM), it closes its sessions and stores their evidence first. Exit 0 "
         "when the client disconnects, 130 when interrupted, 143 when terminated, 2 on a usage "
-        "error.",
+        "error or when its answers cannot be written to stdout (a full disk).",
     )
     parser.add_argument(
         "--app",

@@ -87,8 +87,18 @@ class WatchedOutput:
 def _name(stream: TextIO) -> str:
     """``standard output``, with the file it is redirected to when that can be known."""
     try:
-        target = os.readlink(f"/proc/self/fd/{stream.fileno()}")
+        descriptor = stream.fileno()
     except (OSError, ValueError, AttributeError):
+        return "standard output"
+    return standard_output_name(descriptor)
+
+
+def standard_output_name(descriptor: int) -> str:
+    """``standard output``, with the file ``descriptor`` (standard output, or a duplicate of
+    it) writes to when that can be known."""
+    try:
+        target = os.readlink(f"/proc/self/fd/{descriptor}")
+    except OSError:
         return "standard output"
     # A pipe or a socket reads "pipe:[…]"; only a path names something a person can look at.
     return f"standard output ({target})" if target.startswith("/") else "standard output"

@@ -40,6 +40,7 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from mcp.server import MCPServer
 from mcp.shared.message import SessionMessage
 
+from assay.cli.output import OutputError, standard_output_name
 from assay.mcp.messages import Refusal, read_message
 
 _CHUNK = 1 << 16
@@ -57,7 +58,7 @@ async def serve_stdio(server: MCPServer) -> None:
     sys.stdout.flush()
     with _claimed_stdio() as (wire_in, wire_out):
         async with _wire(wire_in, wire_out) as (read, write):
-            await _serve(lowlevel, read, write)
+            await _serve(lowlevel, read, write, standard_output_name(wire_out))
 
 
 def stdio_served_here() -> bool:
@@ -149,7 +150,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-async def _serve(lowlevel: Any, read: ReadChunk, write: WriteLine) -> None:
+async def _serve(lowlevel: Any, read: ReadChunk, write: WriteLine, output: str) -> None:
     incoming_send, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     outgoing, outgoing_receive = anyio.create_memory_object_stream[SessionMessage](0)
     refusals = outgoing.clone()  # the reader's, for the requests the server cannot read
@@ -157,7 +158,9 @@ async def _serve(lowlevel: Any, read: ReadChunk, write: WriteLine) -> None:
     async with anyio.create_task_group() as reading:
         reading.start_soon(_read_messages, read, incoming_send, refusals, owed)
         async with anyio.create_task_group() as serving:
-            serving.start_soon(_write_messages, outgoing_receive, write, owed, reading.cancel_scope)
+            serving.start_soon(
+                _write_messages, outgoing_receive, write, owed, reading.cancel_scope, output
+            )
             async with outgoing:  # closed once the server is done: the writer drains
                 await lowlevel.run(incoming, outgoing, lowlevel.create_initialization_options())
             refusals.close()  # the reader may still be waiting for stdin
@@ -243,8 +246,10 @@ async def _write_messages(
     write: WriteLine,
     owed: _Unanswered,
     scope: anyio.CancelScope,
+    output: str,
 ) -> None:
-    """Write each outgoing message as a line; stop serving when the client has gone."""
+    """Write each outgoing message as a line; stop serving when the client has gone, and
+    raise ``OutputError`` naming ``output`` when the line cannot be written."""
     async with receive:
         async for session_message in receive:
             message = session_message.message
@@ -254,4 +259,6 @@ async def _write_messages(
             except (BrokenPipeError, ConnectionResetError):
                 scope.cancel()
                 return
+            except OSError as error:  # a full disk: the answers are lost, as the CLI's would be
+                raise OutputError(output, error) from error
             owed.written(message)
