@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import httpx
 import pytest
 
 from assay.examples.outpost import APPLICATION
+from assay.ledger import Ledger, MemoryBackend
 from assay.workflow.examples import COMPETITOR_INPUT
 from http_daemon import serving, spawn_daemon
 
@@ -161,3 +163,47 @@ async def test_runs_are_listed_a_page_at_a_time_and_by_status(client: httpx.Asyn
         refused = await client.get("/v1/runs", params=params)
         assert refused.status_code == 400, refused.text
         assert [error["field"] for error in refused.json()["errors"]] == [f"query.{where}"]
+
+
+async def test_a_run_or_resume_input_over_a_mebibyte_is_a_400_and_nothing_is_recorded() -> None:
+    """The daemon reads bodies up to --max-body-bytes (16 MiB by default, else 413); a run's
+    input past the workflow's budget.output_bytes (1 MiB here) was taken, recorded in full
+    and handed to every step."""
+    ledger = Ledger(MemoryBackend())
+    huge = {**COMPETITOR_INPUT, "notes": "a" * 2**20}
+    size = len(json.dumps(huge, sort_keys=True, separators=(",", ":")))
+    unsourced = {"competitor": "Acme", "sources": [], "findings": [COMPETITOR_INPUT["findings"][0]]}
+    async with (
+        serving(APPLICATION, ledger=ledger) as served,
+        httpx.AsyncClient(base_url=served.url, timeout=60) as client,
+    ):
+        before = ledger.size
+        started = await client.post("/v1/workflows/competitor_deep_dive/runs", json={"input": huge})
+        assert (ledger.size, (await client.get("/v1/runs")).json()) == (before, {"runs": []})
+
+        parked = await client.post(
+            "/v1/workflows/competitor_deep_dive/runs", json={"input": unsourced}
+        )
+        assert parked.json()["status"] == "parked", parked.text
+        run_id = parked.json()["run_id"]
+        before = ledger.size
+        resumed = await client.post(f"/v1/runs/{run_id}/resume", json={"input": huge})
+        assert ledger.size == before
+        assert (await client.get(f"/v1/runs/{run_id}")).json() == parked.json()
+
+    for response, what, refused in (
+        (started, "the run's input", "no run was started"),
+        (resumed, "the human input", "the run was not resumed"),
+    ):
+        assert response.status_code == 400, response.text
+        assert response.headers["content-type"] == "application/problem+json"
+        assert response.json() == {
+            "type": "urn:assay:problem:bad-request",
+            "title": "Bad request",
+            "status": 400,
+            "detail": f"{what} is {size:,} bytes as canonical JSON, over the workflow's limit "
+            f"of 1,048,576 (budget.output_bytes), so {refused} and nothing was recorded; send "
+            "less, or store the data elsewhere and send a reference to it",
+            "instance": response.request.url.path,
+            "field": "input",
+        }

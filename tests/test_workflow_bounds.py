@@ -1,6 +1,6 @@
-"""What a step may wait for and what it may record: a model verifier's ruling is waited for
-only within the tightest wall bound, and an output larger than ``output_bytes`` is neither
-judged nor recorded."""
+"""What a step may wait for and what a run may record: a model verifier's ruling is waited
+for only within the tightest wall bound, an output larger than ``output_bytes`` is neither
+judged nor recorded, and a run's input or a resume's larger than the workflow's is refused."""
 
 from __future__ import annotations
 
@@ -252,3 +252,54 @@ def test_an_output_holding_2_53_is_recorded_as_the_double_it_is() -> None:
     (verdict,) = engine.ledger.query(run=record.run_id, kind="verdict")
     (stored,) = verdict.body["output"]["items"]
     assert (stored, type(stored)) == (2.0**53, float)
+
+
+def input_refusal(what: str, size: int, limit: int, refused: str) -> str:
+    return (
+        f"{what} is {size:,} bytes as canonical JSON, over the workflow's limit of {limit:,} "
+        f"(budget.output_bytes), so {refused} and nothing was recorded; send less, or store "
+        "the data elsewhere and send a reference to it"
+    )
+
+
+def test_a_run_input_over_a_mebibyte_is_refused_and_nothing_is_recorded() -> None:
+    # A run's input is recorded in its start entry and handed to every step, as an output
+    # is; it was taken at any size.
+    huge = {"blob": "ab" * (MIB // 2)}  # {"blob":"…"}: 1 MiB + 11 bytes
+    executor = Recorder([GOOD])
+    engine = Engine(workflow_of(step_of("s", executor)), memory_ledger())
+
+    with pytest.raises(WorkflowError) as refused:
+        engine.start(huge)
+
+    assert str(refused.value) == input_refusal(
+        "the run's input", MIB + 11, MIB, "no run was started"
+    )
+    assert (refused.value.field, refused.value.workflow) == ("input", "test_flow")
+    assert (engine.ledger.size, executor.calls) == (0, [])
+    exactly = {"blob": "a" * (MIB - 11)}  # 1 MiB: the limit itself is allowed
+    assert engine.start(exactly).status is RunStatus.COMPLETED
+
+
+def test_a_resume_input_over_the_workflows_output_bytes_is_refused_unrecorded() -> None:
+    # The workflow's limit holds for inputs (20 bytes here), whatever a step's says.
+    executor = Recorder([{"items": [-1]}])
+    step = step_of("s", executor, escalation=["human"], budget={"output_bytes": 1000})
+    engine = Engine(
+        workflow_of(step, budget={"iterations_per_attempt": 1, "output_bytes": 20}),
+        memory_ledger(),
+    )
+    parked = engine.start({"topic": "x"})  # {"topic":"x"}: 13 bytes
+    assert parked.status is RunStatus.PARKED
+    recorded = engine.ledger.size
+
+    with pytest.raises(WorkflowError) as refused:
+        engine.resume(parked.run_id, {"hint": "a" * 20})  # {"hint":"aaa…"}: 31 bytes
+
+    assert str(refused.value) == input_refusal("the human input", 31, 20, "the run was not resumed")
+    assert (engine.ledger.size, len(executor.calls)) == (recorded, 1)
+    assert read_run(engine.ledger, parked.run_id).status is RunStatus.PARKED
+    with pytest.raises(WorkflowError) as too_big:
+        engine.start({"topic": "x" * 10})
+    assert str(too_big.value) == input_refusal("the run's input", 22, 20, "no run was started")
+    assert engine.ledger.size == recorded

@@ -297,3 +297,58 @@ def test_a_run_nothing_could_judge_is_refused_before_a_ledger_is_made(tmp_path: 
         result.stderr
     )
     assert not ledger.exists()
+
+
+def test_an_input_over_the_workflows_output_bytes_exits_2_and_records_nothing(
+    tmp_path: Path,
+) -> None:
+    # A run's input, or a resume's, was taken at any size and recorded in full.
+    flow = tmp_path / "approval.yaml"
+    flow.write_text(
+        "workflow: approval\nbudget: {iterations_per_attempt: 1, output_bytes: 64}\nsteps:\n"
+        "  - id: a\n    executor: workflow_cli_steps:needs_approval\n"
+        "    empty_output: {items: []}\n"
+        "    verify: {criteria: ['output.items.every(i => i > 0)']}\n"
+        "    escalation: [fresh_attempt, human]\n",
+        encoding="utf-8",
+    )
+    ledger = tmp_path / "ledger.db"
+    url = f"sqlite:///{ledger}"
+    big = json.dumps({"note": "x" * 100})  # {"note":"xxx…"}: 111 bytes as canonical JSON
+
+    def refusal(what: str, refused: str) -> str:
+        return (
+            f"{what} is 111 bytes as canonical JSON, over the workflow's limit of 64 "
+            f"(budget.output_bytes), so {refused} and nothing was recorded; send less, or "
+            "store the data elsewhere and send a reference to it\n"
+        )
+
+    started = assay("run", str(flow), "--input", big, "--ledger", url)
+    assert (started.returncode, started.stdout) == (2, "")
+    assert started.stderr == "assay run: error: " + refusal("the run's input", "no run was started")
+    assert not ledger.exists()
+
+    parked = assay("run", str(flow), "--input", '{"note": "x"}', "--ledger", url)
+    assert parked.returncode == 1, parked.stderr
+    run_id = json.loads(parked.stdout)["run_id"]
+    with open_ledger(url) as opened:
+        recorded = opened.size
+    resumed = assay("resume", run_id, "--input", big, "--ledger", url)
+    assert (resumed.returncode, resumed.stdout) == (2, "")
+    assert resumed.stderr == "assay resume: error: " + refusal(
+        "the human input", "the run was not resumed"
+    )
+    with open_ledger(url) as opened:
+        assert opened.size == recorded
+
+    default = tmp_path / "huge.json"
+    default.write_text(json.dumps({"blob": "a" * 2**20}), encoding="utf-8")
+    other = tmp_path / "other.db"
+    huge = assay("run", str(EXAMPLE), "--input", f"@{default}", "--ledger", f"sqlite:///{other}")
+    assert huge.returncode == 2
+    assert huge.stderr == (
+        "assay run: error: the run's input is 1,048,587 bytes as canonical JSON, over the "
+        "workflow's limit of 1,048,576 (budget.output_bytes), so no run was started and nothing "
+        "was recorded; send less, or store the data elsewhere and send a reference to it\n"
+    )
+    assert not other.exists()

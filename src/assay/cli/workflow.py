@@ -144,14 +144,16 @@ def run_lint(args: argparse.Namespace) -> int:
 
 def run_run(args: argparse.Namespace) -> int:
     from assay.ledger import open_ledger
-    from assay.workflow.engine import require_judges
+    from assay.workflow.engine import require_judges, run_input_of
     from assay.workflow.lint import check_workflow
     from assay.workflow.service import find_workflow
 
     try:
-        run_input = _parse_input(args.input)
-        # Found and linted before the ledger is opened, so a bad file creates no ledger.
+        given = _parse_input(args.input)
+        # Found, measured and linted before the ledger is opened, so a bad file or an
+        # input too large to record creates no ledger.
         workflow = find_workflow(args.file)
+        run_input = run_input_of(workflow, given)
         check_workflow(workflow, run_input)
         model = _model_settings(args)
         # Before the ledger opens, as lint is: a run nothing could judge creates no ledger.

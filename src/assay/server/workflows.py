@@ -3,7 +3,10 @@
 Only workflows the daemon was given are runnable by name (``assay serve --workflows DIR``
 and the built-in ``competitor_deep_dive``): a request never names a file or a module to
 import. A start or resume answers once the run has completed or parked; the run's
-verdicts, commits, escalations and parks are already in the ledger by then.
+verdicts, commits, escalations and parks are already in the ledger by then. Its input is held
+to the workflow's ``budget.output_bytes`` (1 MiB by default) as canonical JSON, within the
+daemon's own cap on any body (``--max-body-bytes``, 16 MiB by default, a 413); over it, the
+engine refuses it (a 400) before anything is recorded.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ class RunRequest(BaseModel):
 
     input: dict[str, Any] = Field(
         default_factory=dict,
-        description="the run's input (start) or a person's input to the parked step (resume)",
+        description="the run's input (start) or a person's input to the parked step (resume); "
+        "at most the workflow's budget.output_bytes (1 MiB by default) as canonical JSON",
     )
 
 
@@ -89,7 +93,9 @@ async def start(
     workflows: WorkflowsDependency,
     who: Annotated[Principal, Depends(require(Scope.ACT))],
 ) -> RunRecord:
-    """Run ``name`` with ``body.input``: each step's output is committed only past its gate."""
+    """Run ``name`` with ``body.input``: each step's output is committed only past its gate.
+    An input over the workflow's budget.output_bytes as canonical JSON is a 400, and no run
+    is started; a body over the daemon's --max-body-bytes is refused unread (413)."""
     if not _NAME.match(name) or not workflows.runnable(name):
         known = ", ".join(_names(workflows)) or "none"
         raise NotFoundError(
@@ -179,7 +185,8 @@ async def resume(
     workflows: WorkflowsDependency,
     who: Annotated[Principal, Depends(require(Scope.ACT))],
 ) -> RunRecord:
-    """Resume ``run_id``; a completed run cannot be resumed (409)."""
+    """Resume ``run_id``; a completed run cannot be resumed (409). An input over the
+    workflow's budget.output_bytes as canonical JSON is a 400, and the run is not resumed."""
     workflow = _loaded(lambda: workflows.workflow_of(run_id), f"run {run_id!r}'s workflow")
     return await workflows.engine(workflow).aresume(run_id, body.input)
 

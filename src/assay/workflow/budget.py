@@ -10,19 +10,22 @@ preempted), and never overruns an iteration count.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from assay.clock import Clock
+from assay.ledger.canonical import canonical_json
 
 DEFAULT_ITERATIONS_PER_ATTEMPT: Final = 3
 """Iterations of planner → executor → verifier per attempt when no budget says."""
 MAX_TOKENS: Final = 2**53 - 1
 """The most tokens one charge may report, and where a scope's count stops: JSON's exact range."""
 DEFAULT_OUTPUT_BYTES: Final = 1024 * 1024
-"""The largest output, as canonical JSON, a step may commit when no budget says (1 MiB)."""
+"""The largest output, as canonical JSON, a step may commit when no budget says (1 MiB); and
+the largest input a run may start or resume with when the workflow's budget does not say."""
 
 
 class Limits(BaseModel):
@@ -198,6 +201,43 @@ def step_budget(workflow: Budget, step: Budget | None) -> Budget:
             "output_bytes": step.output_bytes or workflow.output_bytes or DEFAULT_OUTPUT_BYTES,
         }
     )
+
+
+def input_limit(workflow: Budget) -> int:
+    """The most a run's input, or a resume's, may be as canonical JSON: the workflow's
+    ``output_bytes``. It is recorded and handed to every step as an output is."""
+    return workflow.output_bytes or DEFAULT_OUTPUT_BYTES
+
+
+@dataclass(frozen=True, slots=True)
+class Oversize:
+    """A JSON object the ledger cannot take within ``budget.output_bytes``: ``size`` bytes as
+    canonical JSON, over ``limit``; or no canonical JSON at all (``size`` is ``None`` and
+    ``error`` says why)."""
+
+    size: int | None
+    limit: int
+    error: str = ""
+
+    def reason(self, what: str, whose: str) -> str:
+        """Why, for ``what`` (``the output``) held to ``whose`` limit (``the step's``)."""
+        if self.size is None:
+            return f"{what} cannot be recorded: it has no RFC 8785 JSON ({self.error})"
+        return (
+            f"{what} is {self.size:,} bytes as canonical JSON, over {whose} limit of "
+            f"{self.limit:,} (budget.output_bytes)"
+        )
+
+
+def oversize(value: Mapping[str, Any], limit: int) -> Oversize | None:
+    """How ``value`` is over ``limit`` bytes as the ledger would store it (RFC 8785 canonical
+    JSON), or ``None`` when it fits. It is encoded once, to be measured. Every output, and
+    every input a run starts or resumes with, is measured here."""
+    try:
+        size = len(canonical_json(value))
+    except (TypeError, ValueError) as error:  # what JSON.parse reads but RFC 8785 cannot write
+        return Oversize(None, limit, str(error))
+    return Oversize(size, limit) if size > limit else None
 
 
 def _num(value: float) -> str:

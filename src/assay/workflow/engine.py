@@ -11,7 +11,8 @@ its entries alone. No loop here is unbounded: every iteration is charged to an a
 finite iteration bound, and every step has a finite number of attempts; no wait is unbounded
 either: an awaited planner, executor or verifier is given up on when the tightest wall bound
 around it runs out. An output larger than its step's ``output_bytes`` fails its verdict
-unjudged and never reaches the ledger.
+unjudged and never reaches the ledger; a run's input, or a resume's, larger than the
+workflow's is refused before anything is recorded.
 """
 
 from __future__ import annotations
@@ -30,9 +31,18 @@ from pydantic import BaseModel
 from assay.clock import SYSTEM_CLOCK, Clock
 from assay.errors import StateError, WorkflowError, escape_surrogates
 from assay.ledger import Ledger
-from assay.ledger.canonical import canonical_json
 from assay.state.canonical import canonical_value
-from assay.workflow.budget import MAX_TOKENS, Budget, Exhaustion, Limits, Meter, step_budget
+from assay.workflow.budget import (
+    DEFAULT_OUTPUT_BYTES,
+    MAX_TOKENS,
+    Budget,
+    Exhaustion,
+    Limits,
+    Meter,
+    input_limit,
+    oversize,
+    step_budget,
+)
 from assay.workflow.context import Plan, StepContext, StepResult
 from assay.workflow.definition import ModelSettings, Rung, Step, Workflow
 from assay.workflow.lint import check_workflow, step_input
@@ -130,20 +140,7 @@ class Engine:
 
     async def astart(self, run_input: Mapping[str, Any], *, run_id: str | None = None) -> RunRecord:
         """``start``, awaitable: lint with the real input, record the start, drive the run."""
-        if not isinstance(run_input, Mapping):
-            raise WorkflowError(
-                f"a run's input must be a JSON object, not {type(run_input).__name__}",
-                workflow=self.workflow.name,
-                field="input",
-            )
-        if "steps" in run_input:
-            raise WorkflowError(
-                "a run's input may not have a 'steps' key: input.steps holds the outputs of "
-                "committed steps; rename it",
-                workflow=self.workflow.name,
-                field="input.steps",
-            )
-        plain = _json_object(run_input, "input", self.workflow.name)
+        plain = run_input_of(self.workflow, run_input)
         check_workflow(self.workflow, plain)
         self._require_judges(self.workflow.steps)
         run_id = run_id or f"{self.workflow.name}-{uuid.uuid4().hex[:12]}"
@@ -177,6 +174,7 @@ class Engine:
                 field="input",
             )
         given = _json_object(human or {}, "human input", self.workflow.name)
+        _require_recordable(self.workflow, given, "the human input", "the run was not resumed")
         resume = ResumeBody(step=record.next_step, input=given, from_status=record.status)
         self._append("resume", resume, run_id)
         return await self._drive(run_id, given)
@@ -348,7 +346,7 @@ class Engine:
         except Exception as error:  # a Mapping whose own methods fail
             why = f"the executor's output could not be read: {_name(error)}"
             return None, _engine_verdict("executor", why)
-        oversized = _oversized(output, run.budget.output_bytes)
+        oversized = _oversized(output, run.budget.output_bytes or DEFAULT_OUTPUT_BYTES)
         return (None, oversized) if oversized is not None else (output, None)
 
     async def _call(
@@ -422,6 +420,46 @@ def require_judges(workflow: Workflow, steps: Iterable[Step], model: ModelSettin
             )
 
 
+def run_input_of(workflow: Workflow, run_input: Mapping[str, Any]) -> dict[str, Any]:
+    """``run_input`` as a run of ``workflow`` records it (plain JSON, as ``JSON.parse`` reads
+    it); ``WorkflowError`` if it cannot start one: not a JSON object, a ``steps`` key, or
+    over the workflow's ``budget.output_bytes`` as canonical JSON."""
+    if not isinstance(run_input, Mapping):
+        raise WorkflowError(
+            f"a run's input must be a JSON object, not {type(run_input).__name__}",
+            workflow=workflow.name,
+            field="input",
+        )
+    if "steps" in run_input:
+        raise WorkflowError(
+            "a run's input may not have a 'steps' key: input.steps holds the outputs of "
+            "committed steps; rename it",
+            workflow=workflow.name,
+            field="input.steps",
+        )
+    plain = _json_object(run_input, "input", workflow.name)
+    _require_recordable(workflow, plain, "the run's input", "no run was started")
+    return plain
+
+
+def _require_recordable(
+    workflow: Workflow, value: Mapping[str, Any], what: str, refused: str
+) -> None:
+    """``WorkflowError`` when ``value``, an input to record, is over the workflow's
+    ``budget.output_bytes`` as canonical JSON (or has none); ``refused`` says what did not
+    happen."""
+    over = oversize(value, input_limit(workflow.budget))
+    if over is None:
+        return
+    why = over.reason(what, "the workflow's")
+    if over.size is not None:
+        why += (
+            f", so {refused} and nothing was recorded; send less, or store the data "
+            "elsewhere and send a reference to it"
+        )
+    raise WorkflowError(why, workflow=workflow.name, field="input")
+
+
 _PLAIN_FIELDS: Final = frozenset({"input", "output"})
 
 
@@ -436,21 +474,18 @@ def _plain(body: BaseModel) -> dict[str, Any]:
     return plain
 
 
-def _oversized(output: Mapping[str, Any], limit: int | None) -> Verdict | None:
+def _oversized(output: Mapping[str, Any], limit: int) -> Verdict | None:
     """The failed verdict of an output whose canonical JSON is over ``limit`` bytes (or that
-    has none), else ``None``. The output is encoded once here, to be measured."""
-    try:
-        size = len(canonical_json(output))
-    except (TypeError, ValueError) as error:  # what JSON.parse reads but RFC 8785 cannot write
-        why = f"the output cannot be recorded: it has no RFC 8785 JSON ({error})"
-        return _engine_verdict("executor", why)
-    if limit is None or size <= limit:
+    has none), else ``None``."""
+    over = oversize(output, limit)
+    if over is None:
         return None
-    why = (
-        f"the output is {size:,} bytes as canonical JSON, over the step's limit of {limit:,} "
-        "(budget.output_bytes), so it was neither judged nor recorded; return less, or store "
-        "the data elsewhere and return a reference to it"
-    )
+    why = over.reason("the output", "the step's")
+    if over.size is not None:
+        why += (
+            ", so it was neither judged nor recorded; return less, or store the data "
+            "elsewhere and return a reference to it"
+        )
     return _engine_verdict("executor", why)
 
 
