@@ -317,6 +317,16 @@ def test_arrow_parameters_shadow_state_keys() -> None:
         ("inbox['sent.count']", ('inbox["sent.count"]',)),
         ("Math.max(a, 1)", ("a",)),
         ("1 + 2", ()),
+        # A literal key names the member evaluation converts it to.
+        ("orders[1].status", ("orders.1.status",)),
+        ("orders[1.5].status || orders[null]", ("orders.null", 'orders["1.5"].status')),
+        ("orders[undefined].status", ("orders",)),
+        ("orders[args.ids[0]].status", ("args.ids.0", "orders")),
+        # `in` reads whether the object has that one member.
+        ("'o1' in orders", ("orders.o1",)),
+        ("2 in items && 'x' in obj.y", ("items.2", "obj.y.x")),
+        ("args.order_id in orders", ("args.order_id", "orders")),
+        ("('o' + n) in orders", ("n", "orders")),
     ],
 )
 def test_keys_lists_the_paths_read(source: str, keys: tuple[str, ...]) -> None:
@@ -347,6 +357,9 @@ ARGS = {"order_id": "o1", "n": 3, "ref": {"id": "a.b"}}
             ("orders", "orders.o1.status"),
         ),
         ("args.order_id === 'o1' && inbox.count", ("inbox.count",)),
+        ("args.order_id in orders", ("orders.o1",)),
+        ("args.n in orders[args.order_id].lines", ("orders.o1.lines.3",)),
+        ("args.ref in orders", ("orders",)),
     ],
 )
 def test_keys_with_the_fires_arguments_name_the_members_they_key(

@@ -215,3 +215,50 @@ def test_fires_keyed_by_numbers_are_each_credited_with_their_own_member() -> Non
 
     answers = run(main)
     assert [(a.answer, a.error) for a in answers] == [("worked", None), ("worked", None)]
+
+
+def test_a_contract_asking_whether_a_member_exists_rests_on_that_member_only() -> None:
+    # args.order_id in orders read all of orders: o1 existed before the fire, o2 was added
+    # meanwhile, and a create of o1 whose handler did nothing answered worked.
+    create = {
+        "does": "create an order",
+        "settle_ms": 200,
+        "verify_expression": "args.order_id in orders",
+    }
+    state = {"orders": {"o1": {"status": "open"}}}
+
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"create": create}, state, create=lambda args: None)
+        fired = s.fire("p.create", {"order_id": "o1"})
+        s.report({"orders.o2.status": "open"})
+        await clock.advance(1)
+        return s.did_it_work(fired.transition_id or "")
+
+    answer = run(main)
+    assert answer.answer == "unobservable"
+    assert answer.why is not None
+    assert answer.why.startswith(
+        "The contract holds, but it held before the action fired too, and none of the keys "
+        "it reads changed"
+    )
+
+
+def test_a_contract_keyed_by_a_literal_number_rests_on_that_member_only() -> None:
+    # orders[1] read all of orders: order 1 was cancelled before the fire, order 2 moved
+    # meanwhile, and a cancel whose handler did nothing answered worked.
+    cancel = {
+        "does": "cancel the first order",
+        "settle_ms": 200,
+        "verify_expression": "orders[1].status === 'cancelled'",
+    }
+    state = {"orders": {"1": {"status": "cancelled"}, "2": {"status": "open"}}}
+
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"cancel": cancel}, state, cancel=lambda args: None)
+        fired = s.fire("p.cancel")
+        s.report({"orders.2.status": "shipped"})
+        await clock.advance(1)
+        return s.did_it_work(fired.transition_id or "")
+
+    answer = run(main)
+    assert answer.answer == "unobservable"

@@ -15,7 +15,17 @@ from assay.expr.operators import get_path, member_key
 from assay.expr.parser import parse
 from assay.expr.path import format_path
 from assay.expr.predicate import Check, require_state
-from assay.expr.syntax import Arrow, Call, Chain, Identifier, Literal, Member, Node, children
+from assay.expr.syntax import (
+    Arrow,
+    Binary,
+    Call,
+    Chain,
+    Identifier,
+    Literal,
+    Member,
+    Node,
+    children,
+)
 from assay.expr.values import to_boolean
 
 
@@ -132,16 +142,23 @@ def _templated_path(
     if isinstance(node, Chain):
         return _templated_path(node.expression, params, arguments=arguments)
     if isinstance(node, Member):
-        prop: str | Node | ArgumentSegment = node.prop
-        if isinstance(prop, Literal) and type(prop.value) is str:
-            prop = prop.value
-        elif arguments and isinstance(prop, Node):
-            named = _static_path(prop, params)
-            if named is not None and named[0] == "args" and len(named) > 1:
-                prop = ArgumentSegment(named[1:])
-        if isinstance(prop, str | ArgumentSegment):
+        prop = node.prop if isinstance(node.prop, str) else _key(node.prop, params, arguments)
+        if prop is not None:
             base = _templated_path(node.obj, params, arguments=arguments)
             return None if base is None else (*base, prop)
+    return None
+
+
+def _key(node: Node, params: frozenset[str], arguments: bool = True) -> Segment | None:
+    """The member a computed key names: a literal's, converted as evaluation converts it
+    (``orders[1]`` reads ``orders.1``), or, with ``arguments``, a path under ``args`` (not
+    a callback's parameter) to fill from the fire's args; ``None`` for any other key."""
+    if isinstance(node, Literal):
+        return member_key(node.value)
+    if arguments:
+        named = _static_path(node, params)
+        if named is not None and named[0] == "args" and len(named) > 1:
+            return ArgumentSegment(named[1:])
     return None
 
 
@@ -204,6 +221,13 @@ def _state_paths(root: Node) -> set[tuple[Segment, ...]]:
                 stack.append((callee.obj, params))
             stack.extend((arg, params) for arg in node.args)
             continue
+        if isinstance(node, Binary) and node.op == "in":
+            # `key in obj` reads whether obj has that one member, as obj[key] would read it.
+            key = _key(node.left, params)
+            obj = _templated_path(node.right, params)
+            if key is not None and obj is not None:
+                paths.add((*obj, key))
+                continue
         path = _templated_path(node, params)
         if path is not None:
             paths.add(path)
