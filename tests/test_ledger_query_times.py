@@ -87,14 +87,15 @@ def test_a_leap_second_and_impossible_fields_are_refused_saying_why(ledger: Ledg
     with pytest.raises(LedgerEntryError) as caught:
         ledger.query(until="2016-12-31T23:59:60Z")
     assert str(caught.value) == (
-        "until is a leap second ('2016-12-31T23:59:60Z'), which no ledger time holds; give "
-        "the second before it (:59) or the one after it"
+        "until '2016-12-31T23:59:60Z' is a leap second, which assay never writes: a ledger "
+        "time's seconds run 00 to 59; give an RFC 3339 time like 2026-01-01T00:00:00Z"
     )
     with pytest.raises(LedgerEntryError) as caught:
         ledger.query(since="2026-02-30T00:00:00Z")
     assert str(caught.value) == (
-        "since must be an RFC 3339 time like 2026-01-01T00:00:00Z, not "
-        "'2026-02-30T00:00:00Z' (day is out of range for month)"
+        "since '2026-02-30T00:00:00Z' is not a real date and time (day is out of range for "
+        "month): a ledger time has a calendar date, hours 00 to 23, and minutes and seconds 00 "
+        "to 59; give an RFC 3339 time like 2026-01-01T00:00:00Z"
     )
     with pytest.raises(LedgerEntryError) as caught:
         ledger.query(since="2026-01-01T00:00:00+24:00")

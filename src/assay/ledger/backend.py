@@ -31,6 +31,7 @@ from assay.ledger.entry import (
     EntryDraft,
     entry_from_canonical,
     format_timestamp,
+    instant_problem,
     kind_problem,
 )
 
@@ -228,10 +229,10 @@ def _rfc3339(text: str, name: str) -> datetime:
         )
     year, month, day, hour, minute, second = (int(part) for part in found.groups()[:6])
     fraction, utc, sign, zone_hours, zone_minutes = found.groups()[6:]
-    if second == 60:
+    problem = instant_problem(text[:19])
+    if problem is not None:
         raise LedgerEntryError(
-            f"{name} is a leap second ({text!r}), which no ledger time holds; give the "
-            "second before it (:59) or the one after it",
+            f"{name} {text!r} {problem}; give an RFC 3339 time like 2026-01-01T00:00:00Z",
             field=name,
         )
     zone: tzinfo | None = None

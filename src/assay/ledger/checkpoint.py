@@ -29,6 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from assay.errors import CheckpointError, SigningKeyError
+from assay.ledger.entry import instant_problem
 
 _FORMAT = "assay-checkpoint/v1"
 _SEED_SIZE = 32
@@ -54,10 +55,9 @@ class Checkpoint(BaseModel):
     def _rfc3339_utc(cls, value: str) -> str:
         if not _TIMESTAMP.fullmatch(value):
             raise ValueError("expected RFC 3339 UTC like 2026-07-23T16:49:52.123456Z")
-        try:
-            datetime.fromisoformat(value)
-        except ValueError:
-            raise ValueError("not a real date and time") from None
+        problem = instant_problem(value)
+        if problem is not None:
+            raise ValueError(f"the time {problem}")
         return value
 
     @field_validator("signature")

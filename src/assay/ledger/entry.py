@@ -99,6 +99,24 @@ def format_timestamp(moment: datetime) -> str:
     return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
+def instant_problem(text: str) -> str | None:
+    """Why ``text``, RFC 3339 whose form is checked (``YYYY-MM-DDTHH:MM:SS`` first), names no
+    real instant, worded to follow it; ``None`` when it names one. Every draft runs it, so the
+    check is ``datetime.fromisoformat``, in C: about half what matching the form costs."""
+    try:
+        datetime.fromisoformat(text)
+    except ValueError as error:
+        reason = str(error)
+    else:
+        return None
+    if text[17:19] == "60" and instant_problem(f"{text[:17]}59{text[19:]}") is None:
+        return "is a leap second, which assay never writes: a ledger time's seconds run 00 to 59"
+    return (
+        f"is not a real date and time ({reason}): a ledger time has a calendar date, hours "
+        "00 to 23, and minutes and seconds 00 to 59"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class EntryDraft:
     """An entry before the ledger gives it a place: everything but ``seq`` and the hashes.
@@ -129,6 +147,13 @@ class EntryDraft:
             raise LedgerEntryError(
                 "timestamp must be RFC 3339 UTC text like 2026-01-01T00:00:00.000000Z "
                 f"(see format_timestamp), not {timestamp!r}",
+                field="timestamp",
+            )
+        problem = instant_problem(timestamp)
+        if problem is not None:
+            raise LedgerEntryError(
+                f"timestamp {timestamp!r} {problem}; write it as format_timestamp does from "
+                "an aware datetime",
                 field="timestamp",
             )
         session = _id_json("session", self.session)
@@ -336,6 +361,9 @@ def _field_problem(data: dict[str, Any]) -> tuple[str, str] | None:
     timestamp = data["timestamp"]
     if not isinstance(timestamp, str) or not _TIMESTAMP.fullmatch(timestamp):
         return "timestamp", f"timestamp {timestamp!r} is not RFC 3339 UTC with microseconds"
+    problem = instant_problem(timestamp)
+    if problem is not None:
+        return "timestamp", f"timestamp {timestamp!r} {problem}"
     if not isinstance(data["kind"], str) or data["kind"] not in KINDS:
         return "kind", f"kind {data['kind']!r} is not one of {', '.join(sorted(KINDS))}"
     for name in _IDS:
