@@ -352,3 +352,22 @@ def test_an_input_over_the_workflows_output_bytes_exits_2_and_records_nothing(
         "was recorded; send less, or store the data elsewhere and send a reference to it\n"
     )
     assert not other.exists()
+
+
+def test_lint_reports_an_empty_output_over_the_steps_output_bytes(tmp_path: Path) -> None:
+    flow = tmp_path / "tight.yaml"
+    flow.write_text(
+        "workflow: tight\nsteps:\n  - id: a\n    executor: json:dumps\n"
+        "    empty_output: {items: []}\n    verify: {criteria: ['output.items.length >= 0']}\n"
+        "    budget: {output_bytes: 8}\n",
+        encoding="utf-8",
+    )
+    result = assay("lint", str(flow))
+    assert (result.returncode, result.stderr) == (1, "")
+    assert result.stdout == (
+        f"{flow}: [zero-case] step 'a': its declared empty output is 12 bytes as canonical "
+        "JSON, over the step's limit of 8 (budget.output_bytes), so even the honest empty "
+        "result would fail its gate unjudged, and the step could only ever retry to its bounds "
+        "and park. Raise budget.output_bytes (the step's, or the workflow's) or declare a "
+        "smaller empty_output\n"
+    )

@@ -161,6 +161,46 @@ def test_zero_case_is_checked_again_with_the_runs_real_input() -> None:
     assert engine.ledger.size == 0
 
 
+def empty_over(step: str, size: int, limit: int) -> str:
+    return (
+        f"step {step!r}: its declared empty output is {size:,} bytes as canonical JSON, over "
+        f"the step's limit of {limit:,} (budget.output_bytes), so even the honest empty result "
+        "would fail its gate unjudged, and the step could only ever retry to its bounds and "
+        "park. Raise budget.output_bytes (the step's, or the workflow's) or declare a smaller "
+        "empty_output"
+    )
+
+
+@pytest.mark.parametrize(
+    ("workflow_limit", "step_limit", "limit"),
+    [(11, None, 11), (12, None, None), (1000, 11, 11), (11, 12, None)],
+)
+def test_zero_case_rejects_an_empty_output_over_the_steps_output_bytes(
+    workflow_limit: int, step_limit: int | None, limit: int | None
+) -> None:
+    # The engine fails every output over output_bytes unjudged, the declared empty one too,
+    # so such a step could never pass; lint said nothing.
+    budget = {"output_bytes": step_limit} if step_limit else {}
+    step = step_of("pick", Recorder(), budget=budget)  # {"items":[]}: 12 bytes
+    workflow = workflow_of(step, budget={"output_bytes": workflow_limit})
+
+    problems = lint(workflow)
+
+    if limit is None:
+        assert problems == []
+        return
+    (problem,) = problems
+    assert (problem.rule, problem.step, problem.criterion) == ("zero-case", "pick", None)
+    assert problem.message == empty_over("pick", 12, limit)
+    engine = Engine(workflow, memory_ledger())
+    with pytest.raises(WorkflowLintError) as refused:
+        engine.start({})
+    assert str(refused.value) == (
+        f"workflow 'test_flow' was rejected at load (1 problem):\n  [zero-case] {problem.message}"
+    )
+    assert engine.ledger.size == 0
+
+
 @pytest.mark.parametrize(
     ("raw", "message"),
     [

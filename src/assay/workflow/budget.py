@@ -231,8 +231,9 @@ class Oversize:
 
 def oversize(value: Mapping[str, Any], limit: int) -> Oversize | None:
     """How ``value`` is over ``limit`` bytes as the ledger would store it (RFC 8785 canonical
-    JSON), or ``None`` when it fits. It is encoded once, to be measured. Every output, and
-    every input a run starts or resumes with, is measured here."""
+    JSON), or ``None`` when it fits. It is encoded once, to be measured. Every output, every
+    input a run starts or resumes with, and (by lint) every declared empty output is
+    measured here."""
     try:
         size = len(canonical_json(value))
     except (TypeError, ValueError) as error:  # what JSON.parse reads but RFC 8785 cannot write

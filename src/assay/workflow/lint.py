@@ -4,7 +4,8 @@ Rules, each named in every problem it reports:
 
 - ``zero-case``: every expression criterion holds on the step's declared ``empty_output``
   (with the workflow's ``example_input``, or the run's input, and earlier steps' empty outputs
-  as the input context). A criterion that fails there would keep an honest step that found
+  as the input context), and the empty output fits the step's ``budget.output_bytes``. A
+  criterion that fails there, or a limit it is over, would keep an honest step that found
   nothing to do from ever finishing.
 - ``scope``: expression criteria read only ``input`` and ``output``.
 - ``effort``: no criterion reads how hard the step tried (attempts, iterations, elapsed time,
@@ -27,6 +28,7 @@ from typing import Any, Final
 from assay.errors import ContractError, WorkflowLintError
 from assay.expr.path import parse_path
 from assay.graph import Reversibility
+from assay.workflow.budget import oversize, step_budget
 from assay.workflow.definition import Step, Workflow
 from assay.workflow.verifier import describe
 
@@ -113,6 +115,7 @@ def lint(workflow: Workflow, run_input: Mapping[str, Any] | None = None) -> list
     committed: dict[str, Mapping[str, Any]] = {}
     for step in workflow.steps:
         problems.extend(_lint_step(step, step_input(given, committed)))
+        problems.extend(_empty_too_large(step, workflow))
         committed[step.id] = step.empty_output or {}
     return problems
 
@@ -212,6 +215,25 @@ def _lint_step(step: Step, context: Mapping[str, Any]) -> list[LintProblem]:
             )
         )
     return problems
+
+
+def _empty_too_large(step: Step, workflow: Workflow) -> list[LintProblem]:
+    """The zero-case problem of an ``empty_output`` over the step's ``output_bytes``: the
+    engine fails every output over it unjudged, the empty one too."""
+    if step.empty_output is None:
+        return []
+    limit = step_budget(workflow.budget, step.budget).output_bytes
+    assert limit is not None  # step_budget fills it in
+    over = oversize(step.empty_output, limit)
+    if over is None:
+        return []
+    why = over.reason("its declared empty output", "the step's")
+    message = (
+        f"step {step.id!r}: {why}, so even the honest empty result would fail its gate "
+        "unjudged, and the step could only ever retry to its bounds and park. Raise "
+        "budget.output_bytes (the step's, or the workflow's) or declare a smaller empty_output"
+    )
+    return [LintProblem("zero-case", step.id, None, message)]
 
 
 def _effort(key: str) -> set[str]:
