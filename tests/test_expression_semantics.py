@@ -16,6 +16,7 @@ from assay import UNDEFINED, ExpressionEvaluationError, compile_expression
 from assay.errors import ContractError
 from assay.expr import compile_contract
 from assay.expr.path import parse_path
+from assay.expr.reads import MAX_FILLED
 from assay.graph.binding import fill
 
 STATE: dict[str, Any] = {
@@ -366,6 +367,54 @@ def test_keys_with_the_fires_arguments_name_the_members_they_key(
     source: str, keys: tuple[str, ...]
 ) -> None:
     assert compile_expression(source).keys_with(ARGS) == keys
+
+
+CALLBACK_ARGS = {
+    "ids": ["a", "b", 1, "a"],
+    "items": [{"id": "x"}, {"id": 2}],
+    "odd": [{"id": {}}],
+    "none": [],
+    "text": "ab",
+    "n": 1,
+}
+
+
+@pytest.mark.parametrize(
+    ("source", "keys"),
+    [
+        # A callback over an argument array reads the member each element names.
+        (
+            "args.ids.every(id => orders[id].status === 'x')",
+            ("orders.1.status", "orders.a.status", "orders.b.status"),
+        ),
+        ("args.items.some(it => orders[it.id][args.n])", ("orders.2.1", "orders.x.1")),
+        ("args.ids.some(id => id in orders)", ("orders.1", "orders.a", "orders.b")),
+        (
+            "args.items.find(it => orders[it.id].lines.some(l => l.ok))",
+            ("orders.2.lines", "orders.x.lines"),
+        ),
+        ("args.ids.map(args => orders[args]).length", ("orders.1", "orders.a", "orders.b")),
+        # No member named for sure: the object is read whole.
+        ("args.odd.some(it => orders[it.id].ok)", ("orders",)),
+        ("args.none.every(id => orders[id].ok)", ("orders",)),
+        ("args.text.every(id => orders[id].ok)", ("orders",)),
+        ("args.missing.every(id => orders[id].ok)", ("orders",)),
+        ("args.ids.every((id, i) => orders[i].ok)", ("orders",)),
+        ("args.ids.every(id => items.some(id => orders[id]))", ("items", "orders")),
+        ("args.items.filter(it => it.id).every(it => orders[it.id])", ("orders",)),
+    ],
+)
+def test_keys_with_a_callback_over_an_argument_array_name_each_member(
+    source: str, keys: tuple[str, ...]
+) -> None:
+    # args.ids.every(id => orders[id].status === 'x') read all of orders.
+    assert compile_expression(source).keys_with(CALLBACK_ARGS) == keys
+
+
+def test_keys_with_too_many_members_to_name_read_the_object_whole() -> None:
+    expression = compile_expression("args.ids.every(id => orders[id].ok)")
+    assert len(expression.keys_with({"ids": list(range(MAX_FILLED))})) == MAX_FILLED
+    assert expression.keys_with({"ids": list(range(MAX_FILLED + 1))}) == ("orders",)
 
 
 @pytest.mark.parametrize(

@@ -262,3 +262,35 @@ def test_a_contract_keyed_by_a_literal_number_rests_on_that_member_only() -> Non
 
     answer = run(main)
     assert answer.answer == "unobservable"
+
+
+def test_a_contract_over_an_argument_array_rests_on_the_members_it_names() -> None:
+    # args.ids.every(id => orders[id]...) read all of orders: orders 1 and 2 were cancelled
+    # before the fire, order 3 moved meanwhile, and a cancel of 1 and 2 whose handler did
+    # nothing answered worked.
+    cancel = {
+        "does": "cancel orders",
+        "settle_ms": 200,
+        "verify_expression": "args.ids.every(id => orders[id].status === 'cancelled')",
+    }
+    cancelled = {"status": "cancelled"}
+    state = {"orders": {"1": cancelled, "2": cancelled, "3": {"status": "open"}}}
+
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"cancel": cancel}, state, cancel=lambda args: None)
+        fired = s.fire("p.cancel", {"ids": [1, 2]})
+        s.report({"orders.3.status": "shipped"})
+        await clock.advance(1)
+        moved = s.fire("p.cancel", {"ids": [2, 3]})
+        s.report({"orders.3.status": "cancelled"})
+        await clock.advance(1)
+        return s.did_it_work(fired.transition_id or ""), s.did_it_work(moved.transition_id or "")
+
+    answer, moved = run(main)
+    assert answer.answer == "unobservable"
+    assert answer.why is not None
+    assert answer.why.startswith(
+        "The contract holds, but it held before the action fired too, and none of the keys "
+        "it reads changed"
+    )
+    assert (moved.answer, moved.error) == ("worked", None)
