@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from assay.clock import VirtualClock
-from assay.errors import WorkflowError
+from assay.errors import RunError, WorkflowError
+from assay.ledger import Ledger
 from assay.ledger.canonical import canonical_json
 from assay.workflow import Engine, ModelSettings, ModelVerifier, RunStatus, StepContext
 from assay.workflow.chat import Completion
@@ -303,3 +304,65 @@ def test_a_resume_input_over_the_workflows_output_bytes_is_refused_unrecorded() 
         engine.start({"topic": "x" * 10})
     assert str(too_big.value) == input_refusal("the run's input", 22, 20, "no run was started")
     assert engine.ledger.size == recorded
+
+
+def test_a_passed_output_is_recorded_once_in_its_verdict_and_its_commit_names_that() -> None:
+    # It was recorded twice, in its verdict entry and again in its commit entry: a passed
+    # output of 1 MiB made 2 MiB of ledger.
+    note = "n" * 10_000
+    first = Recorder([{"items": [1], "note": note}])
+    second = Recorder([{"items": [2]}])
+    workflow = workflow_of(step_of("a", first), step_of("b", second))
+    engine = Engine(workflow, memory_ledger())
+
+    record = engine.start({})
+
+    assert record.committed == {"a": {"items": [1], "note": note}, "b": {"items": [2]}}
+    assert second.calls[0].input["steps"] == {"a": {"items": [1], "note": note}}
+    entries = engine.ledger.query(run=record.run_id)
+    holding = [entry.kind for entry in entries if note in canonical_json(entry.body).decode()]
+    assert holding == ["verdict"]
+    verdict, commit = (entry for entry in entries if entry.body.get("step") == "a")
+    assert (verdict.kind, commit.kind) == ("verdict", "commit")
+    assert commit.body == {
+        "event": "commit",
+        "step": "a",
+        "attempt": 1,
+        "iteration": 1,
+        "verdict": verdict.seq,
+    }
+    assert read_run(engine.ledger, record.run_id) == record
+
+
+def hand_written_run(commit: dict[str, Any], passed: bool = True) -> Ledger:
+    """A ledger holding one run of one step ``s``: its start, a verdict, then ``commit``."""
+    ledger = memory_ledger()
+    start = {"event": "start", "workflow": "test_flow", "source": None, "steps": ["s"]}
+    ledger.append("commit", start | {"input": {}}, run="r")
+    result = {"criterion": "c", "passed": passed, "reason": "", "verifier": "expression"}
+    verdict = {"passed": passed, "critique": "", "criteria": [result], "tokens": 0, "cost": 0.0}
+    judged = {"step": "s", "attempt": 1, "iteration": 1, "rung": "first", "output": GOOD}
+    ledger.append("verdict", judged | {"verdict": verdict}, run="r")
+    ledger.append(
+        "commit", {"event": "commit", "step": "s", "attempt": 1, "iteration": 1} | commit, run="r"
+    )
+    return ledger
+
+
+def test_a_commit_that_holds_its_output_as_older_ones_do_still_reads() -> None:
+    record = read_run(hand_written_run({"output": GOOD}), "r")
+    assert (record.status, record.committed) == (RunStatus.COMPLETED, {"s": GOOD})
+    assert read_run(hand_written_run({"verdict": 2}), "r").committed == {"s": GOOD}
+
+
+@pytest.mark.parametrize(("seq", "passed"), [(1, True), (3, True), (2, False)])
+def test_a_commit_naming_no_passed_verdict_of_its_iteration_is_refused(
+    seq: int, passed: bool
+) -> None:
+    with pytest.raises(RunError) as refused:
+        read_run(hand_written_run({"verdict": seq}, passed=passed), "r")
+    assert str(refused.value) == (
+        f"run 'r' commits step 's' (attempt 1, iteration 1) from entry {seq}, which is not "
+        "that iteration's passed verdict in the run; the ledger was not written by the "
+        "workflow engine"
+    )

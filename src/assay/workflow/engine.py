@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 from assay.clock import SYSTEM_CLOCK, Clock
 from assay.errors import StateError, WorkflowError, escape_surrogates
-from assay.ledger import Ledger
+from assay.ledger import Entry, Ledger
 from assay.state.canonical import canonical_value
 from assay.workflow.budget import (
     DEFAULT_OUTPUT_BYTES,
@@ -295,10 +295,10 @@ class Engine:
                 output=output,
                 verdict=verdict,
             )
-            self._append("verdict", body, run_id)
+            judged = self._append("verdict", body, run_id)
             if verdict.passed and output is not None:
                 commit = CommitBody(
-                    step=step.id, attempt=attempt, iteration=iteration, output=output
+                    step=step.id, attempt=attempt, iteration=iteration, verdict=judged.seq
                 )
                 self._append("commit", commit, run_id)
                 return output
@@ -396,10 +396,11 @@ class Engine:
             self._verifiers[step.id] = self._verifier_factory(step)
         return self._verifiers[step.id]
 
-    def _append(self, kind: str, body: BaseModel, run_id: str) -> None:
-        self.ledger.append(kind, _plain(body), run=run_id)
+    def _append(self, kind: str, body: BaseModel, run_id: str) -> Entry:
+        entry = self.ledger.append(kind, _plain(body), run=run_id)
         if self._observer is not None:
             self._observer(kind, body)
+        return entry
 
 
 def require_judges(workflow: Workflow, steps: Iterable[Step], model: ModelSettings | None) -> None:

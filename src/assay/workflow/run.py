@@ -4,8 +4,9 @@ A run's state is never kept anywhere but in the ledger's own entries (the ``run`
 the run), so it is exactly as durable as the evidence: a run is rebuilt from its entries, in
 the same SQLite file or PostgreSQL database, by any process. The run's start is a ``commit``
 entry with no step (its input becomes the first workflow state); each passed step is a
-``commit``; ``park`` and ``resume`` move its lifecycle. A run whose process died mid-step has
-no ending entry, so it reads as ``running`` and resumes from its last commit.
+``commit`` naming its passed ``verdict`` entry, which holds the output; ``park`` and
+``resume`` move its lifecycle. A run whose process died mid-step has no ending entry, so it
+reads as ``running`` and resumes from its last commit.
 """
 
 from __future__ import annotations
@@ -45,9 +46,20 @@ class StartBody(_Body):
 
 
 class CommitBody(_Body):
-    """A step's output becoming workflow state, after its verdict passed."""
+    """A step's output becoming workflow state, after its verdict passed: the output that
+    verdict's entry holds (``verdict`` is its seq), so it is recorded once, there."""
 
     event: Literal["commit"] = "commit"
+    step: str
+    attempt: int
+    iteration: int
+    verdict: int
+
+
+class _CommitWithOutput(_Body):
+    """A commit as written before commits named their verdict: it held a copy of the output."""
+
+    event: Literal["commit"]
     step: str
     attempt: int
     iteration: int
@@ -195,16 +207,16 @@ def rebuild(run_id: str, entries: list[Entry]) -> RunRecord:
     committed: dict[str, dict[str, Any]] = {}
     park: ParkBody | None = None
     human: dict[str, Any] | None = None
-    verdicts = 0
+    verdicts: dict[int, Any] = {}
     for entry in entries:
         body = entry.body
         if entry.kind == "commit" and _event(entry) == "start":
             start = StartBody.model_validate(body)
         elif entry.kind == "commit":
-            commit = CommitBody.model_validate(body)
-            committed[commit.step] = commit.output
+            step, output = _committed(run_id, body, verdicts)
+            committed[step] = output
         elif entry.kind == "verdict":
-            verdicts += 1
+            verdicts[entry.seq] = body
         elif entry.kind == "park":
             park = ParkBody.model_validate(body)
         elif entry.kind == "resume":
@@ -232,10 +244,35 @@ def rebuild(run_id: str, entries: list[Entry]) -> RunRecord:
         next_step=remaining[0] if remaining else None,
         park=park,
         human=human,
-        verdicts=verdicts,
+        verdicts=len(verdicts),
         started_at=entries[0].timestamp,
         updated_at=entries[-1].timestamp,
     )
+
+
+def _committed(run_id: str, body: Any, verdicts: Mapping[int, Any]) -> tuple[str, dict[str, Any]]:
+    """The step a commit entry's ``body`` commits and its output, read from the passed verdict
+    it names among the run's ``verdicts`` so far (by seq); ``RunError`` if it names none."""
+    if isinstance(body, Mapping) and "output" in body:
+        old = _CommitWithOutput.model_validate(body)
+        return old.step, old.output
+    commit = CommitBody.model_validate(body)
+    named = verdicts.get(commit.verdict)
+    judged = None if named is None else VerdictBody.model_validate(named)
+    if (
+        judged is None
+        or (judged.step, judged.attempt, judged.iteration)
+        != (commit.step, commit.attempt, commit.iteration)
+        or not judged.verdict.passed
+        or not isinstance(judged.output, dict)
+    ):
+        raise RunError(
+            f"run {run_id!r} commits step {commit.step!r} (attempt {commit.attempt}, iteration "
+            f"{commit.iteration}) from entry {commit.verdict}, which is not that iteration's "
+            "passed verdict in the run; the ledger was not written by the workflow engine",
+            run_id=run_id,
+        )
+    return commit.step, judged.output
 
 
 def _event(entry: Entry) -> Any:
