@@ -393,7 +393,7 @@ def test_the_parser_is_built_without_loading_what_the_commands_run_on() -> None:
     heavy = (
         "assay.expr", "assay.ledger", "assay.workflow", "assay.state", "assay.verify",
         "assay.host.host", "assay.server.app", "cryptography", "httpx", "psycopg", "pydantic",
-        "fastapi", "mcp", "jsonschema",
+        "fastapi", "mcp", "jsonschema", "asyncio",
     )  # fmt: skip
     probe = (
         "import sys; from assay.cli.main import build_parser; build_parser(); "

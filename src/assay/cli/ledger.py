@@ -10,7 +10,6 @@ usage error, or a ledger that cannot be opened.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import io
 import json
@@ -387,6 +386,8 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_tail(args: argparse.Namespace) -> int:
+    import asyncio
+
     try:
         with _open(args) as ledger:
             size = ledger.backend.size()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import signal
 import sys
@@ -53,6 +52,8 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # The SDK and the host load only when the command runs, so `assay --help` stays quick.
+    import asyncio
+
     from assay.host import load_application
     from assay.host.loopback import listen
     from assay.ledger import open_ledger
@@ -85,6 +86,8 @@ async def _serve(
 ) -> bool:
     """Serve until the client is done or SIGTERM; whether it was SIGTERM. Ended either way
     (or by SIGINT), the host closes its sessions and stores their evidence."""
+    import asyncio
+
     this = asyncio.current_task()
     assert this is not None
     serving = asyncio.ensure_future(_serve_until_done(application, ledger, args, listener))

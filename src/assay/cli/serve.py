@@ -8,7 +8,6 @@ Settings come from flags, then ``ASSAY_*`` environment variables, then ``--confi
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import sys
 from typing import Any
@@ -96,6 +95,8 @@ def register(commands: Any) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    import asyncio
+
     from assay.server.daemon import run  # uvicorn and FastAPI load only to serve
 
     flags = {key: getattr(args, key) for key in ENVIRONMENT}

@@ -9,7 +9,6 @@ only when the command runs, so ``assay --help`` needs none of them.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
@@ -252,6 +251,8 @@ def _without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 async def _verify_file(
     args: argparse.Namespace, state: dict[str, Any], options: VerifyOptions
 ) -> VerificationOutcome:
+    import asyncio
+
     from assay.state.store import StateStore
     from assay.verify.loop import verify
 
@@ -356,6 +357,8 @@ def options_of(args: argparse.Namespace) -> VerifyOptions:
 
 
 def run(args: argparse.Namespace) -> int:
+    import asyncio
+
     from assay.ledger import open_ledger
 
     try:
