@@ -152,6 +152,7 @@ class MerkleTree:
         refused unless ``new_size`` is 0 too.
         """
         new_size = self._check_size(new_size, "new_size")
+        old_size = whole_number(old_size, "old_size")
         if not 0 <= old_size <= new_size:
             raise ProofError(
                 f"old_size must be between 0 and new_size ({new_size}), not {old_size}",
@@ -180,6 +181,7 @@ class MerkleTree:
     def _check_size(self, size: int | None, parameter: str) -> int:
         if size is None:
             return self.size
+        size = whole_number(size, parameter)
         if not 0 <= size <= self.size:
             raise ProofError(
                 f"{parameter} must be between 0 and the tree's size ({self.size}), not {size}",
@@ -210,8 +212,12 @@ def verify_inclusion(
 ) -> None:
     """Check that ``leaf_hash`` is leaf ``index`` of the tree of ``size`` leaves with ``root``.
 
-    RFC 9162 §2.1.3.2. Returns ``None`` when the proof holds; raises ``ProofError`` otherwise.
+    RFC 9162 §2.1.3.2. Returns ``None`` when the proof holds; raises ``ProofError`` otherwise,
+    also for an argument of the wrong type.
     """
+    index, size = whole_number(index, "index"), whole_number(size, "size")
+    leaf_hash, root = _digest_bytes(leaf_hash, "leaf_hash"), _digest_bytes(root, "root")
+    proof = _hashes(proof)
     if not 0 <= index < size:
         raise ProofError(
             f"index {index} is not a leaf of a tree of size {size}; expected 0 <= index < size",
@@ -261,7 +267,11 @@ def verify_consistency(
     With equal sizes the roots are compared, not read, so roots of any length pass when
     equal, as the vectors require (``sizes-are-equal-one-and-proof-is-empty``: two equal
     12-byte roots); ``ConsistencyProof.verify`` checks that each is a SHA-256 hash first.
+    An argument of the wrong type is a ``ProofError`` too.
     """
+    old_size, new_size = whole_number(old_size, "old_size"), whole_number(new_size, "new_size")
+    old_root, new_root = _digest_bytes(old_root, "old_root"), _digest_bytes(new_root, "new_root")
+    proof = _hashes(proof)
     if old_size < 0 or new_size < 0:
         raise ProofError(
             f"tree sizes cannot be negative: old_size {old_size}, new_size {new_size}",
@@ -335,6 +345,41 @@ def verify_consistency(
         )
 
 
+def whole_number(value: object, parameter: str) -> int:
+    """``value``, a size, an index or a seq, if it is an ``int``; ``ProofError`` naming
+    ``parameter`` otherwise. A bool is no count, and ``3.0`` or ``"3"`` from JSON is refused
+    rather than failing on the first comparison or passing for the number."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ProofError(
+        f"{parameter} must be a whole number (an int), not {value!r} ({type(value).__name__})",
+        parameter=parameter,
+    )
+
+
+def _digest_bytes(value: object, parameter: str, name: str | None = None) -> bytes:
+    """``value``, a hash, as bytes; ``ProofError`` naming ``parameter`` (and it as ``name``)
+    unless it is bytes-like. Its length is checked where it matters, saying so."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    hint = "; bytes.fromhex reads one written in hex" if isinstance(value, str) else ""
+    raise ProofError(
+        f"{name or parameter} must be bytes, a {HASH_SIZE}-byte SHA-256 hash, not "
+        f"{type(value).__name__}{hint}",
+        parameter=parameter,
+    )
+
+
+def _hashes(proof: object) -> list[bytes]:
+    """``proof``, a sequence of hashes, as a list of bytes; ``ProofError`` if it is not one."""
+    if not isinstance(proof, Sequence) or isinstance(proof, str | bytes | bytearray):
+        raise ProofError(
+            f"proof must be a list of {HASH_SIZE}-byte SHA-256 hashes, not {type(proof).__name__}",
+            parameter="proof",
+        )
+    return [_digest_bytes(element, "proof", f"proof[{at}]") for at, element in enumerate(proof)]
+
+
 _FROM_EMPTY = (
     "old_size is 0: RFC 9162 defines no consistency proof from the empty tree, which every "
     "tree extends; skip the check instead"
@@ -346,6 +391,7 @@ def _slot(level: bytearray, index: int) -> bytes:
 
 
 def _check_index(index: int, size: int) -> None:
+    whole_number(index, "index")
     if not 0 <= index < size:
         raise ProofError(
             f"index must be between 0 and {size - 1} for a tree of size {size}, not {index}",

@@ -2,7 +2,8 @@
 
 Both carry everything a verifier needs, as hex, and check themselves with the RFC 9162
 algorithms of ``merkle``: ``verify`` returns ``None`` or raises ``ProofError``, also when a
-hash is not written as a proof writes it, 64 lowercase hex digits.
+hash is not written as a proof writes it, 64 lowercase hex digits, or a size or seq is not an
+int.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Final
 
 from assay.errors import ProofError
 from assay.ledger.entry import Entry
-from assay.ledger.merkle import verify_consistency, verify_inclusion
+from assay.ledger.merkle import verify_consistency, verify_inclusion, whole_number
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +41,26 @@ class TreeHead:
         return f"{self.size}:{self.root}"
 
 
+def checked_head(head: object, parameter: str) -> TreeHead:
+    """``head`` if it is a ``TreeHead`` whose ``size`` is an int of 0 or more and ``root`` 64
+    lowercase hex digits, as ``TreeHead.parse`` makes one; ``ProofError`` naming ``parameter``
+    otherwise. Made by hand with the size ``"12"``, a head failed on a bare comparison; with
+    an upper-case root, it differed from the right root as if the entries had been changed."""
+    if not isinstance(head, TreeHead):
+        raise ProofError(
+            f"{parameter} must be a TreeHead (TreeHead.parse reads SIZE:ROOT), not "
+            f"{type(head).__name__}",
+            parameter=parameter,
+        )
+    size = whole_number(head.size, f"{parameter}.size")
+    if size < 0:
+        raise ProofError(
+            f"{parameter}.size must be 0 or more, not {size}", parameter=f"{parameter}.size"
+        )
+    _digest(head.root, f"{parameter}.root")
+    return head
+
+
 # ASCII digits only (str.isdecimal and int() take any script's), and no more than a 64-bit
 # size has: int() refuses text beyond 4,300 digits with a ValueError.
 _HEAD: Final = re.compile(r"([0-9]{1,20}):([0-9a-fA-F]{64})")
@@ -58,7 +79,18 @@ class InclusionProof:
 
     def verify(self, entry: Entry | None = None) -> None:
         """Check the path leads from the leaf to ``root``, and that ``entry`` is that leaf."""
-        if entry is not None and (entry.seq, entry.leaf_hash.hex()) != (self.seq, self.leaf_hash):
+        seq, size = whole_number(self.seq, "seq"), whole_number(self.size, "size")
+        if not 1 <= seq <= size:
+            raise ProofError(
+                f"seq {seq} is not an entry of a tree of {size} entries; expected 1 <= seq <= size",
+                parameter="seq",
+            )
+        if entry is not None and not isinstance(entry, Entry):
+            raise ProofError(
+                f"entry must be an Entry (as Ledger.read gives), not {type(entry).__name__}",
+                parameter="entry",
+            )
+        if entry is not None and (entry.seq, entry.leaf_hash.hex()) != (seq, self.leaf_hash):
             raise ProofError(
                 f"the proof is for entry {self.seq} with leaf hash {self.leaf_hash}, not for "
                 f"entry {entry.seq} with leaf hash {entry.leaf_hash.hex()}",
@@ -66,9 +98,9 @@ class InclusionProof:
             )
         verify_inclusion(
             _digest(self.leaf_hash, "leaf_hash"),
-            self.seq - 1,
-            self.size,
-            [_digest(element, "path") for element in self.path],
+            seq - 1,
+            size,
+            _digests(self.path),
             _digest(self.root, "root"),
         )
 
@@ -91,8 +123,19 @@ class ConsistencyProof:
             self.new_size,
             _digest(self.old_root, "old_root"),
             _digest(self.new_root, "new_root"),
-            [_digest(element, "path") for element in self.path],
+            _digests(self.path),
         )
+
+
+def _digests(path: object) -> list[bytes]:
+    """Each hash of ``path``, a list or tuple of them, read as ``_digest`` reads one."""
+    if not isinstance(path, list | tuple):
+        raise ProofError(
+            f"path must be a tuple or list of SHA-256 hashes as 64 lowercase hex digits, not "
+            f"{type(path).__name__}",
+            parameter="path",
+        )
+    return [_digest(element, "path") for element in path]
 
 
 def _digest(text: object, parameter: str) -> bytes:

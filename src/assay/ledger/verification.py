@@ -39,7 +39,7 @@ from assay.ledger.entry import (
     parse_entry,
 )
 from assay.ledger.merkle import MerkleTree
-from assay.ledger.proof import TreeHead
+from assay.ledger.proof import TreeHead, checked_head
 
 PublicKey = Ed25519PublicKey | bytes | str
 """An Ed25519 public key, or its PEM text."""
@@ -132,7 +132,8 @@ def verify_ledger(
     progress: Progress | None = None,
 ) -> LedgerReport:
     """Re-read and re-check everything ``backend`` stores; see the module's docstring.
-    ``public_key`` is a key or several; without one, signatures are not checked."""
+    ``public_key`` is a key or several; without one, signatures are not checked. A
+    ``trusted`` head that is not one as ``TreeHead.parse`` makes it is a ``ProofError``."""
     return _verify(
         backend.url,
         backend.stored_rows(),
@@ -307,6 +308,8 @@ def _verify(
     trusted: TreeHead | None,
     progress: Progress | None,
 ) -> LedgerReport:
+    if trusted is not None:
+        checked_head(trusted, "trusted")
     # Checkpoints first: one stored while the rows are read would cover entries not read.
     checkpoints = list(stored_checkpoints())
     tree = MerkleTree()
