@@ -6,11 +6,13 @@ from __future__ import annotations
 import traceback
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from assay.errors import LedgerError
 from assay.ledger import open_backend
 from assay.ledger.backend import hide_password
-from assay.ledger.credentials import password_texts, shows_password
+from assay.ledger.credentials import _STOPS, password_texts, shows_password
 from assay.ledger.postgres import PostgresBackend
 
 ACCEPTED = (
@@ -40,6 +42,20 @@ WITHHELD = (
         ("postgresql://h/db?pass%77ord=hunter2&schema=s", "postgresql://h/db?pass%77ord=***&schema=s"),
         ("postgresql://h:5432/db?user=a@b", "postgresql://h:5432/db?user=a@b"),
         ("postgresql://hunter@h/db", "postgresql://hunter@h/db"),
+        # A password holding both / and ? as they are: the userinfo was taken to end at the last
+        # @ before the first ?, so there was none, and the URL was shown as written.
+        ("postgresql://u:hun/ter?two@h/db", "postgresql://u:***@h/db"),
+        ("postgresql://u:hun?ter/two@h/db", "postgresql://u:***@h/db"),
+        ("postgresql://u:1234/ter?two@h/db", "postgresql://u:***@h/db"),
+        ("postgresql://u:hun@ter/two?x@h/db", "postgresql://u:***@h/db"),
+        ("postgresql://u:hun/ter?two@h/db?sslmode=require", "postgresql://u:***@h/db?sslmode=require"),
+        ("postgresql://u:hun/ter?two@h/db?user=a@b&password=x", "postgresql://u:***@b&password=***"),
+        # An @ in a query parameter after a host (and port) is no userinfo's end.
+        ("postgresql://u:pw@h/db?sslmode=require", "postgresql://u:***@h/db?sslmode=require"),
+        ("postgresql://h/db?options=a@b", "postgresql://h/db?options=a@b"),
+        ("postgresql://[::1]:5432/db?user=a@b", "postgresql://[::1]:5432/db?user=a@b"),
+        ("postgresql://h1:5432,h2:5433/db?user=admin@srv&password=x",
+         "postgresql://h1:5432,h2:5433/db?user=admin@srv&password=***"),
         ("host=h password=hunter2 dbname=d", "host=h password=*** dbname=d"),
         ("host=h password = 'hun ter2\\' x' port=1", "host=h password = *** port=1"),
         ("host=h PASSWORD=hun\\ ter2", "host=h PASSWORD=***"),
@@ -53,6 +69,48 @@ def test_hide_password_hides_every_password_a_url_or_connection_string_holds(
     url: str, shown: str
 ) -> None:
     assert hide_password(url) == shown
+
+
+PASSWORDS = st.text("ab19:/?@#&[], %", min_size=1)
+"""Passwords written as they are, any of a URL's delimiters among them, but no ``=``: with
+one, ``u:5432/db?x=y@host`` reads as a host, a port and a query, which it may be."""
+
+
+@given(PASSWORDS, st.sampled_from(["h/db", "h:5432/db?sslmode=require", "[::1]/db?user=a@b"]))
+def test_no_part_of_a_password_written_as_it_is_is_shown(password: str, address: str) -> None:
+    """All of it is hidden, and at most what follows it is shown: where an @ in the query
+    could end the userinfo too (``u:/?@h/db?user=a@b``), all up to that @ is hidden."""
+    url = f"postgresql://u:{password}@{address}"
+    shown = hide_password(url)
+    assert shown.startswith("postgresql://u:***@")
+    assert address.endswith(shown.removeprefix("postgresql://u:***@"))
+    texts = password_texts(url)
+    if "@" not in address:
+        assert shown == f"postgresql://u:***@{address}"
+        assert password in texts
+    assert {piece for piece in _STOPS.split(password) if piece} <= texts
+
+
+HOSTS = st.from_regex(r"[a-z][a-z0-9.-]{0,10}(:[0-9]{1,5})?|\[::1\](:5432)?", fullmatch=True)
+PARAMETERS = st.lists(
+    st.tuples(
+        st.from_regex(r"[a-z_]{1,10}", fullmatch=True).filter(lambda key: key != "password"),
+        st.text("ab@:/.-", max_size=8),
+    ),
+    max_size=3,
+)
+
+
+@given(st.lists(HOSTS, min_size=1, max_size=2), PARAMETERS, st.booleans())
+def test_an_ordinary_url_stays_readable(
+    hosts: list[str], parameters: list[tuple[str, str]], user: bool
+) -> None:
+    """Only its password is hidden, whatever its query holds (``?options=a@b``)."""
+    query = "&".join(f"{key}={value}" for key, value in parameters)
+    address = f"{','.join(hosts)}/db{'?' if query else ''}{query}"
+    url = f"postgresql://{'u:hunter2@' if user else ''}{address}"
+    assert hide_password(url) == f"postgresql://{'u:***@' if user else ''}{address}"
+    assert password_texts(url) == ({"hunter2"} if user else set())
 
 
 def test_the_texts_a_message_could_show_of_a_password() -> None:
@@ -99,6 +157,7 @@ MALFORMED = [
     ("postgresql://u:hun?ter2@127.0.0.1:1/x", ["ter2"]),
     ("postgresql://u:hun/ter2@127.0.0.1:1/x", ["ter2"]),
     ("postgresql://u:hun#ter2@127.0.0.1:1/x", ["ter2"]),
+    ("postgresql://u:qqhun/zzter?xxtwo@127.0.0.1:1/x", ["qqhun", "zzter", "xxtwo"]),
     ("postgresql://u@127.0.0.1:1/x?password=hunter2%00", ["hunter2"]),
     ("postgresql://u:pw@127.0.0.1:1/x?password=hunter2&connect_timeout=x", ["hunter2"]),
 ]

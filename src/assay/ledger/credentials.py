@@ -7,8 +7,8 @@ in a ``password`` query parameter; a libpq connection string (``host=db password
 ``@``, ``/``, ``?`` or ``#`` not percent-encoded makes a URL that parsers read apart: libpq
 ends the userinfo at the first ``@`` unless a ``/`` comes first, Python's ``urlsplit`` ends the
 authority at the first ``/``, ``?`` or ``#``. So the userinfo is taken to end at the latest
-``@`` any of them could end it at (``userinfo_end``), and all of it after the first ``:`` is
-hidden.
+``@`` any of them could end it at, or that a password holding both ``/`` and ``?`` could
+(``userinfo_end``), and all of it after the first ``:`` is hidden.
 
 Drivers quote what they could not parse (libpq: ``invalid percent-encoded token:
 "hunter2%ZZ"``), and a password read apart reaches the host name psycopg cannot resolve.
@@ -32,6 +32,9 @@ _STOPS: Final = re.compile(r"[@/?#\s'\"\\]+")
 """Where a parser may stop inside a password written in a URL's userinfo, quotes included:
 what lies between can reach a message as a host, a port or a quoted token."""
 HIDDEN: Final = "***"
+_PARAMETER: Final = re.compile(r"([?&])")
+"""What begins a query parameter after a URL's userinfo: a ``?``, or an ``&``, also when the
+``?`` was taken into a password that holds one (``u:a/b?c@h/db?user=x@y&password=...``)."""
 
 
 def hide_password(url: str) -> str:
@@ -42,32 +45,58 @@ def hide_password(url: str) -> str:
         return _CONNINFO_PASSWORD.sub(rf"\g<1>{HIDDEN}", url)
     rest = url[scheme.end() :]
     end = userinfo_end(rest)
-    if end != -1:
-        user, colon, _ = rest[:end].partition(":")
-        if colon:
-            rest = f"{user}:{HIDDEN}{rest[end:]}"
-            end = len(user) + 1 + len(HIDDEN)
-    address, question, query = rest[end + 1 :].partition("?")
-    if question:
-        pieces = [
-            f"{key}={HIDDEN}" if _is_password(key) else f"{key}{equals}{value}"
-            for key, equals, value in (piece.partition("=") for piece in query.split("&"))
-        ]
-        rest = f"{rest[: end + 1]}{address}?{'&'.join(pieces)}"
-    return url[: scheme.end()] + rest
+    userinfo = rest[: end + 1]
+    user, colon, _ = userinfo.partition(":")
+    if colon:
+        userinfo = f"{user}:{HIDDEN}@"
+    address, *parameters = _PARAMETER.split(rest[end + 1 :])
+    for at in range(1, len(parameters), 2):
+        key, equals, _ = parameters[at].partition("=")
+        if equals and _is_password(key):
+            parameters[at] = f"{key}={HIDDEN}"
+    return url[: scheme.end()] + userinfo + address + "".join(parameters)
 
 
 def userinfo_end(rest: str) -> int:
     """Where the userinfo of a URL ends in ``rest``, what follows its ``//``: the ``@`` libpq
     ends it at (the first, unless a ``/`` comes before it) or, if later, the last ``@`` before
-    the first ``?``; -1 when there is no userinfo."""
+    the first ``?``, or the last after it that ends a password holding ``/`` and ``?``
+    (``_ends_userinfo``); -1 when there is no userinfo."""
     if rest.startswith("/"):
         return -1  # no authority: sqlite:///path, postgresql:///db
     first = rest.find("@")
     libpq = first if first != -1 and "/" not in rest[:first] else -1
     query = rest.find("?")
-    last = rest.rfind("@", 0, len(rest) if query == -1 else query)
-    return max(libpq, last)
+    if query == -1:
+        return max(libpq, rest.rfind("@"))
+    earlier = max(libpq, rest.rfind("@", 0, query))
+    at = len(rest)
+    while (at := rest.rfind("@", query, at)) != -1:
+        if _ends_userinfo(rest, query, at, earlier):
+            return at
+    return earlier
+
+
+_HOST: Final = r"(?:\[[^\]]*\]|[^:\[\],]*)(?::[0-9]+)?"
+_HOSTS: Final = re.compile(rf"{_HOST}(?:,{_HOST})*")
+"""What a URL's authority is when it holds no userinfo: hosts (names, or IPv6 in brackets),
+each with its port or none, separated by commas."""
+_AUTHORITY_END: Final = re.compile(r"[/?#]")
+
+
+def _ends_userinfo(rest: str, query: int, at: int, earlier: int) -> bool:
+    """Whether the ``@`` at ``at``, after the first ``?`` (at ``query``), could end a userinfo
+    whose password holds a ``/`` and a ``?`` as they are (``u:a/b?c@host/db``), when it would
+    otherwise end at ``earlier`` (-1 for none): a ``:`` comes before it, and either the ``@``
+    is in no ``key=value`` of the query (``u:1/b?c@host``), or no userinfo ends earlier and
+    what comes before the first ``/``, ``?`` or ``#`` is no host and port (``u:a/b?x=c@h``).
+    So ``?user=a@b`` after a host and port, or after a userinfo, keeps its ``@``."""
+    if ":" not in rest[:at]:
+        return False  # no password before it to hide
+    if "=" not in rest[query + 1 : at].rpartition("&")[2]:
+        return True
+    authority = _AUTHORITY_END.split(rest, maxsplit=1)[0]
+    return earlier == -1 and _HOSTS.fullmatch(authority) is None
 
 
 def password_texts(conninfo: str) -> frozenset[str]:
@@ -90,8 +119,8 @@ def password_texts(conninfo: str) -> frozenset[str]:
             if colon:
                 written.append(password)
                 pieces += _STOPS.split(password)
-        _, _, query = rest[end + 1 :].partition("?")
-        for key, _, value in (piece.partition("=") for piece in query.split("&")):
+        _, *parameters = _PARAMETER.split(rest[end + 1 :])
+        for key, _, value in (piece.partition("=") for piece in parameters[1::2]):
             if _is_password(key):
                 written.append(value)
     texts = {*pieces, *written}
