@@ -398,3 +398,40 @@ def test_two_pending_fires_with_only_a_contract_answer_worked_once_for_one_flip(
         "The contract holds, but it held before the action fired too, and none of the keys "
         "it reads changed"
     )
+
+
+def test_a_claimed_move_of_an_array_element_is_not_credited_again_for_another_element() -> None:
+    # Two fires of complete wait on items[1].done. The first to check settles on the report
+    # that set it and claims the array's change; a report setting items[0].done lands
+    # before the second checks. The values of the array differed at the claim's end and at
+    # the second's settlement, so its own element counted as moved outside the claim, and
+    # it answered worked.
+    complete = {
+        "does": "complete a task",
+        "writes": ["items"],
+        "settle_ms": 100,
+        "verify_expression": "items[1].done === true",
+    }
+    graph = build_navigation_graph("desk", pages={"p": {"actions": {"complete": complete}}})
+
+    async def main(clock: VirtualClock) -> Any:
+        s = graph.create_session(
+            node="p", state={"items": [{"done": False}, {"done": False}]}, clock=clock
+        )
+        s.register_actions("p", handlers={"complete": lambda args: None})
+        first = s.fire("p.complete")
+        await clock.advance(0.005)
+        second = s.fire("p.complete")
+        await clock.advance(0.005)
+        s.report({"items": [{"done": False}, {"done": True}]})
+        await clock.advance(0.092)  # the first has settled, the second not yet checked
+        s.report({"items": [{"done": True}, {"done": True}]})
+        await clock.advance(1)
+        return [s.did_it_work(f.transition_id or "") for f in (first, second)]
+
+    first, second = run(main)
+    assert (first.answer, first.error) == ("worked", None)
+    assert (second.answer, second.error) == (
+        "unobservable",
+        unattributed("items.1.done", "p.complete#1"),
+    )

@@ -294,3 +294,100 @@ def test_a_contract_over_an_argument_array_rests_on_the_members_it_names() -> No
         "it reads changed"
     )
     assert (moved.answer, moved.error) == ("worked", None)
+
+
+HELD_BEFORE = (
+    "The contract holds, but it held before the action fired too, and none of the keys it "
+    "reads changed"
+)
+TASKS = {"items": [{"done": False}, {"done": True}]}
+"""Arrays are leaves of the diff: a change to one element changes the leaf ``items``."""
+
+
+def test_a_contract_on_an_array_element_rests_on_that_element_only() -> None:
+    # items[1] was done before the fire and complete did nothing; a report then set
+    # items[0].done. The array is one leaf of the diff, so a key read inside it counted as
+    # changed, and the fire answered worked.
+    complete = {
+        "does": "complete a task",
+        "writes": ["items"],
+        "settle_ms": 200,
+        "verify_expression": "items[1].done === true",
+    }
+
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"complete": complete}, TASKS, complete=lambda args: None)
+        fired = s.fire("p.complete")
+        s.report({"items": [{"done": True}, {"done": True}]})
+        await clock.advance(1)
+        return s.did_it_work(fired.transition_id or "")
+
+    answer = run(main)
+    assert answer.answer == "unobservable"
+    assert answer.why is not None and answer.why.startswith(HELD_BEFORE)
+    assert [(c.key, c.kind) for c in answer.commit] == [("items", "changed")]
+
+
+def test_a_contract_on_an_array_element_works_when_that_element_changes() -> None:
+    complete = {
+        "does": "complete a task",
+        "writes": ["items"],
+        "settle_ms": 200,
+        "verify_expression": "items[0].done === true",
+    }
+
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"complete": complete}, TASKS, complete=lambda args: None)
+        fired = s.fire("p.complete")
+        s.report({"items": [{"done": True}, {"done": True}]})
+        await clock.advance(1)
+        return s.did_it_work(fired.transition_id or "")
+
+    answer = run(main)
+    assert (answer.answer, answer.error) == ("worked", None)
+    assert [(c.key, c.kind) for c in answer.commit] == [("items", "changed")]
+
+
+def test_an_already_true_fire_on_an_array_element_rests_on_that_element_only() -> None:
+    # The declarative contract covers the write and held at fire time; the report landed
+    # while the handler ran, and another element's change answered worked.
+    complete = {
+        "does": "complete a task",
+        "writes": ["items"],
+        "verify": {"items.1.done": {"eq": True}},
+    }
+
+    async def main(clock: VirtualClock) -> Any:
+        async def handler(args: dict[str, Any]) -> None:
+            await clock.sleep(0.2)  # does nothing
+
+        s = session(clock, {"complete": complete}, TASKS, complete=handler)
+        fired = s.fire("p.complete")
+        assert fired.already_true is not None
+        s.report({"items": [{"done": True}, {"done": True}]})
+        await clock.advance(1)
+        return s.did_it_work(fired.transition_id or "")
+
+    answer = run(main)
+    assert answer.answer == "unobservable"
+    assert answer.why is not None and answer.why.startswith(HELD_BEFORE)
+
+
+def test_the_length_of_an_array_is_no_change_when_an_element_changes() -> None:
+    add = {
+        "does": "add a task",
+        "writes": ["items"],
+        "settle_ms": 200,
+        "verify_expression": "items.length === 2",
+    }
+
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"add": add}, TASKS, add=lambda args: None)
+        fired = s.fire("p.add")
+        s.report({"items": [{"done": True}, {"done": True}]})
+        await clock.advance(1)
+        return s.did_it_work(fired.transition_id or "")
+
+    answer = run(main)
+    assert answer.answer == "unobservable"
+    assert answer.why is not None and answer.why.startswith(HELD_BEFORE)

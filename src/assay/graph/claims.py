@@ -148,13 +148,15 @@ _UNKNOWN: Final = object()
 def _moved_outside(change: FieldChange, since: int, until: int, claims: list[Claim]) -> bool:
     """Whether the key of ``change`` (a fire's, from version ``since`` to ``until``) moved in
     a version range none of ``claims`` covers: its value at the start of each uncovered range
-    differs from its value at the end. Where a bound's value is not known (a claim changed
-    the key only under another leaf name, an object turned scalar), nothing is credited."""
+    differs from its value at the end. A claim's values of the key are read from its change
+    of that key or of the leaf holding it (an array holding ``items.1.done``); where they are
+    not known (a claim changed the key only under another leaf name, an object turned
+    scalar), nothing is credited."""
+    path = change.path
     spans = []
     for claim in claims:
-        same = next((c for c in claim.changes if c.key == change.key), None)
-        first = _UNKNOWN if same is None else _before(same)
-        last = _UNKNOWN if same is None else _after(same)
+        values = next(filter(None, (c.values_at(path) for c in claim.changes)), None)
+        first, last = (_UNKNOWN, _UNKNOWN) if values is None else values
         spans.append((claim.since, first, claim.until, last))
     spans.sort(key=lambda span: span[0])
     at, value = since, _before(change)

@@ -59,7 +59,7 @@ from assay.state.canonical import (
     exact_json_object,
     holds_half_surrogate_pair,
 )
-from assay.state.snapshot import FieldChange, Snapshot
+from assay.state.snapshot import FieldChange, Snapshot, changes_at
 from assay.state.store import StateStore
 from assay.state.substrate import Substrate
 from assay.verify.loop import VerifyOptions, summarize_changes, verify_observed
@@ -476,7 +476,9 @@ class Session:
         current state) and credit it with the change, unless other fires pending as well
         claimed all of it first. Answer the changes that count against the held-before rule:
         those of declared keys its contract reads (all the declared keys' if it reads none),
-        or of every key it reads when the action declares no writes."""
+        or of every key it reads when the action declares no writes. A key it reads inside
+        an array changed only if its own value did (``FieldChange.at``): the array is one
+        leaf of the commit, not one change of every key read in it."""
         at = self.store.current if at is None else at
         everything = self.store.changes_between(transition.before, at)
         written = [parse_path(key) for key in transition.writes]
@@ -485,8 +487,8 @@ class Session:
         read = (
             [parse_path(key) for key in transition.predicate.keys] if transition.predicate else []
         )
-        read_all = [c for c in everything if any(related(c.path, key) for key in read)]
-        read_declared = [c for c in declared if any(related(c.path, key) for key in read)]
+        read_all = changes_at(everything, read)
+        read_declared = changes_at(declared, read)
         # Its evidence: the declared changes its contract reads (a send of m1 rests on m1's
         # status, not on the count a send of m2 moves too); else every declared change; else,
         # nothing declared having changed, the changes its contract reads (two fires pending

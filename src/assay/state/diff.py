@@ -2,15 +2,18 @@
 
 Leaves and kinds are defined in ``assay.state.snapshot``. Subtrees that are the same object
 are skipped without a look, so comparing two versions that share structure costs the
-changed paths, not the size of the state.
+changed paths, not the size of the state. Arrays are leaves here; ``follow`` reads inside a
+changed leaf, where a key an expression reads may lie (``items.1.done`` in ``items``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from assay.expr.path import MISSING
+from assay.expr.strings import utf16_length
+from assay.expr.values import array_index
 from assay.state.canonical import Path, same_value
 
 Change = tuple[Path, Any, Any]
@@ -94,3 +97,41 @@ def compose(steps: Iterable[Sequence[Change]]) -> list[Change]:
 def invert(changes: Iterable[Change]) -> list[Change]:
     """The changes that undo ``changes``: before and after swapped."""
     return [(path, after, before) for path, before, after in changes]
+
+
+def follow(before: Any, after: Any, segments: Sequence[str]) -> tuple[int, Any, Any]:
+    """Follow ``segments`` down both sides of a changed leaf at once, as an expression reads
+    them: into objects by key, arrays by index, an array's or a string's ``length``.
+
+    Answers how many segments were followed and the two values reached (``MISSING`` where
+    a side has nothing there). It stops short where either side cannot be followed so (a
+    string's character, a property of a number): the values there, compared whole, then
+    stand for the one below.
+    """
+    depth = 0
+    for segment in segments:
+        old, new = _step(before, segment), _step(after, segment)
+        if old is _STOP or new is _STOP:
+            break
+        before, after, depth = old, new, depth + 1
+        if before is MISSING and after is MISSING:
+            return len(segments), MISSING, MISSING  # nothing below on either side
+    return depth, before, after
+
+
+_STOP: Final = object()
+
+
+def _step(value: Any, segment: str) -> Any:
+    if value is MISSING:
+        return MISSING
+    if type(value) is dict:
+        return value.get(segment, MISSING)
+    if type(value) is list:
+        index = array_index(segment)
+        if index is not None:
+            return value[index] if index < len(value) else MISSING
+        return len(value) if segment == "length" else _STOP
+    if type(value) is str and segment == "length":
+        return utf16_length(value)
+    return _STOP

@@ -13,14 +13,14 @@ one that loses its last keys lists those removed and ``{}`` added, as it stays, 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Literal
 
 from assay.expr.path import MISSING, format_path, parse_path
-from assay.state.canonical import Path
-from assay.state.diff import Change, diff_objects
+from assay.state.canonical import Path, same_value
+from assay.state.diff import Change, diff_objects, follow
 
 ChangeKind = Literal["changed", "added", "removed"]
 
@@ -65,6 +65,62 @@ class FieldChange:
     def path(self) -> Path:
         """The key as segments."""
         return parse_path(self.key)
+
+    def at(self, key: Path) -> FieldChange | None:
+        """What this change does to the value at ``key``, or ``None`` when it leaves it as
+        it was: the change itself when ``key`` is its leaf or above it; when ``key`` lies
+        inside the leaf (an element of an array), the change there, which setting
+        ``items[0].done`` does not make at ``items.1.done`` though it changes ``items``."""
+        path = self.path
+        if key[: len(path)] != path:
+            return self if path[: len(key)] == key else None
+        if len(key) == len(path):
+            return self
+        depth, before, after = follow(self._before, self._after, key[len(path) :])
+        if same_value(before, after):
+            return None
+        return FieldChange(
+            _key(key[: len(path) + depth]),
+            None if before is MISSING else before,
+            None if after is MISSING else after,
+            "added" if before is MISSING else "removed" if after is MISSING else "changed",
+        )
+
+    def values_at(self, key: Path) -> tuple[Any, Any] | None:
+        """The values at ``key`` on both sides of this change (``MISSING`` for none), when
+        ``key`` is its leaf or lies inside it; ``None`` when they are not known from it."""
+        path = self.path
+        if key[: len(path)] != path:
+            return None
+        depth, before, after = follow(self._before, self._after, key[len(path) :])
+        return (before, after) if depth == len(key) - len(path) else None
+
+    @property
+    def _before(self) -> Any:
+        return MISSING if self.kind == "added" else self.before
+
+    @property
+    def _after(self) -> Any:
+        return MISSING if self.kind == "removed" else self.after
+
+
+def changes_at(changes: Iterable[FieldChange], keys: Sequence[Path]) -> list[FieldChange]:
+    """What ``changes`` do to the values at ``keys``: each change that reaches one of them
+    (``FieldChange.at``), whole when a key is at or above its leaf, else narrowed to the
+    keys inside it that it moved."""
+    found: dict[str, FieldChange] = {}
+    for change in changes:
+        narrowed: list[FieldChange] = []
+        for key in keys:
+            moved = change.at(key)
+            if moved is change:
+                narrowed = [change]
+                break
+            if moved is not None:
+                narrowed.append(moved)
+        for moved in narrowed:
+            found.setdefault(moved.key, moved)
+    return list(found.values())
 
 
 def changed_fields(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[FieldChange]:
