@@ -1177,3 +1177,36 @@ def test_a_low_confidence_refusal_shows_its_figures_apart() -> None:
     assert refused.refusal_figures.confidence == pytest.approx(0.946)
     assert refused.error is not None
     assert refused.error.startswith("confidence 0.946 is below the 0.950 that a reversible")
+
+
+def test_a_contract_on_a_key_whose_object_appears_with_another_key_holds_when_it_does() -> None:
+    # orders.o1 === undefined could not be evaluated while orders was missing; a report
+    # added orders.o2 and the contract held, but the fire failed at its deadline: the change
+    # to orders.o2 did not wake the verification waiting on orders.o1.
+    graph = build_navigation_graph(
+        "desk",
+        pages={
+            "p": {
+                "actions": {
+                    "clear": {
+                        "does": "clear order o1",
+                        "verify_expression": "orders.o1 === undefined",
+                        "verify_timeout_ms": 1000,
+                    }
+                }
+            }
+        },
+    )
+
+    async def main(clock: VirtualClock) -> Any:
+        s = graph.create_session(node="p", state={}, clock=clock)
+        s.register_actions("p", handlers={"clear": lambda args: None})
+        fired = s.fire("p.clear")
+        await clock.advance(0.1)
+        s.report({"orders.o2.status": "open"})
+        await clock.advance(2)
+        return s.did_it_work(fired.transition_id or "")
+
+    answer = run(main)
+    assert (answer.answer, answer.error) == ("worked", None)
+    assert answer.outcome is not None and answer.outcome.poll_cycles == 2

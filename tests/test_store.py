@@ -497,7 +497,11 @@ def assert_shared_where_equal(old: dict[str, Any], new: dict[str, Any]) -> None:
         ("inbox.sent_count", {"inbox": {"sent_count": 14, "drafts": 9}}, False),
         ("items.0.done", {"items": [{"done": True}]}, True),
         ('orders["a.b"]', {'orders["a.b"].status': "paid"}, True),
-        ("orders.a", {'orders["a.b"].status': "paid"}, False),
+        ("inbox.a", {'inbox["a.b"]': 1}, False),
+        ("orders.o1", {"orders.o2": 1}, True),  # orders appeared: orders.o1 now reads undefined
+        ("drone.camera.zoom", {"drone.camera.mode": "ir"}, True),
+        ("drone.camera", {"drone": None}, True),  # drone went: reading drone.camera fails
+        ("drone.camera", {"drone.altitude": 3}, False),
     ],
 )
 def test_which_changes_wake_a_subscription(key: str, report: dict[str, Any], woken: bool) -> None:

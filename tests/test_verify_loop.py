@@ -413,3 +413,15 @@ def test_a_contract_narrates_length_as_the_key_it_reads() -> None:
     )
     assert "changed from 0 to 1" not in outcome.narrative
     assert outcome.narrative.startswith("items.length is missing")
+
+
+def test_a_key_whose_object_appears_with_another_key_is_evaluated_again() -> None:
+    # orders was missing, so reading orders.o1 failed; a report added orders.o2, and the
+    # expression then held, but only orders.o2 had changed, which woke nothing: the loop
+    # failed at its deadline without evaluating again.
+    async def script(store: StateStore, clock: VirtualClock) -> None:
+        await clock.advance(0.1)
+        store.report({"orders.o2.status": "open"})
+
+    outcome = run_verification(compile_expression("orders.o1 === undefined"), {}, script)
+    assert (outcome.passed, outcome.poll_cycles, outcome.elapsed_ms) == (True, 2, 100)

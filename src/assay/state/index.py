@@ -3,20 +3,23 @@
 A waiter subscribes to dotted paths. A change at path ``p`` wakes it when ``p`` is a prefix
 of one of its keys or one of its keys is a prefix of ``p``: a change to ``inbox`` wakes a
 waiter on ``inbox.sent_count`` and so does a change to ``inbox.sent_count.total``; a change
-to ``drone.mode`` does not. Keys live in a trie over path segments, so a change costs the
-length of its changed paths plus the waiters it wakes, whatever the number of waiters on
-other keys.
+to ``drone.mode`` does not. A changed leaf whose object above it appeared or went wakes the
+waiters on every key under that object as well: ``orders.o2`` added where there was no
+``orders`` wakes a waiter on ``orders.o1``, whose reading went from failing to
+``undefined``. (An object that turned into another type, or back, is a changed leaf itself.)
+Keys live in a trie over path segments, so a change costs the length of its changed paths
+plus the waiters it wakes, whatever the number of waiters on other keys.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from assay.errors import WrongTypeError
-from assay.expr.path import format_path, parse_path
+from assay.expr.path import MISSING, format_path, parse_path
 from assay.state.canonical import Path
 
 if TYPE_CHECKING:
@@ -147,14 +150,20 @@ class KeyIndex:
                 if not parent.children:
                     parent.children = None
 
-    def woken(self, paths: Iterable[Path]) -> list[Subscription]:
-        """The subscriptions that changes at ``paths`` wake, each once, in subscribe order."""
+    def woken(
+        self, paths: Iterable[Path], before: Mapping[str, Any], after: Mapping[str, Any]
+    ) -> list[Subscription]:
+        """The subscriptions that changes at ``paths``, the leaves that differ from the tree
+        ``before`` to the tree ``after``, wake, each once, in subscribe order."""
         found = dict(self._everything)
         root = self._root
         if root.children is not None:
             for path in paths:
                 node: _Node | None = root
-                for segment in path:
+                old: Any = before
+                new: Any = after
+                last = len(path) - 1
+                for depth, segment in enumerate(path):
                     assert node is not None
                     children = node.children
                     node = None if children is None else children.get(segment)
@@ -162,6 +171,10 @@ class KeyIndex:
                         break
                     if node.waiters:
                         found.update(node.waiters)
+                    if depth < last:
+                        old, new = _child(old, segment), _child(new, segment)
+                        if (old is MISSING) != (new is MISSING):
+                            break  # this object appeared or went: every key under it moved
                 if node is not None and node.children:
                     _collect(node.children, found)
         return sorted(found, key=_ORDER) if len(found) > 1 else list(found)
@@ -176,3 +189,7 @@ def _collect(children: dict[str, _Node], found: dict[Subscription, None]) -> Non
             found.update(node.waiters)
         if node.children:
             stack.extend(node.children.values())
+
+
+def _child(value: Any, segment: str) -> Any:
+    return value.get(segment, MISSING) if type(value) is dict else MISSING

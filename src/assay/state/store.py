@@ -63,7 +63,7 @@ class StateStore:
         self._index = KeyIndex()
         self._sources: dict[str, SourceSeen] = {}
         self._last_heartbeat: float | None = None
-        self._pending: deque[tuple[Snapshot, ChangedPaths]] = deque()
+        self._pending: deque[tuple[Snapshot, Snapshot, ChangedPaths]] = deque()
         self._delivering = False
 
     @property
@@ -142,10 +142,11 @@ class StateStore:
         now = self._heard(source, changed=bool(changes))
         if not changes:
             return None
-        snapshot = Snapshot(objects, self._current.version + 1, self._clock.wall(), now)
+        previous = self._current
+        snapshot = Snapshot(objects, previous.version + 1, self._clock.wall(), now)
         self._current = snapshot
         self._log.append((ref(snapshot), tuple(changes)))
-        self._publish(snapshot, tuple(path for path, _, _ in changes))
+        self._publish(previous, snapshot, tuple(path for path, _, _ in changes))
         return snapshot
 
     def changes_between(self, old: Snapshot, new: Snapshot) -> list[FieldChange]:
@@ -180,7 +181,9 @@ class StateStore:
         """Call ``callback(snapshot, changed_paths)`` after each change touching ``keys``.
 
         A change touches a key when one is a prefix of the other (``inbox`` and
-        ``inbox.sent_count``). A callback that raises is logged; the others still run.
+        ``inbox.sent_count``), or when an object above the key appeared or went with it
+        (``orders.o2`` added where there was no ``orders`` touches ``orders.o1``). A callback
+        that raises is logged; the others still run.
         """
         return self._index.subscribe(keys, callback)
 
@@ -188,17 +191,18 @@ class StateStore:
         """Call ``callback(snapshot, changed_paths)`` after every change."""
         return self._index.subscribe(None, callback)
 
-    def _publish(self, snapshot: Snapshot, paths: ChangedPaths) -> None:
+    def _publish(self, previous: Snapshot, snapshot: Snapshot, paths: ChangedPaths) -> None:
         # A callback that reports queues its change behind this one, so every subscriber
         # sees versions in order.
-        self._pending.append((snapshot, paths))
+        self._pending.append((previous, snapshot, paths))
         if self._delivering:
             return
         self._delivering = True
         try:
             while self._pending:
-                snapshot, paths = self._pending.popleft()
-                for subscription in self._index.woken(paths):
+                previous, snapshot, paths = self._pending.popleft()
+                woken = self._index.woken(paths, previous.objects, snapshot.objects)
+                for subscription in woken:
                     if not subscription.active:
                         continue
                     try:
