@@ -391,3 +391,46 @@ def test_the_length_of_an_array_is_no_change_when_an_element_changes() -> None:
     answer = run(main)
     assert answer.answer == "unobservable"
     assert answer.why is not None and answer.why.startswith(HELD_BEFORE)
+
+
+def test_a_write_declared_inside_an_array_is_settled_only_by_a_change_of_that_element() -> None:
+    # complete declares writing items[1].done and nothing else; its handler did nothing,
+    # and a report that set items[0].done touched the leaf items, settling it as worked.
+    complete = {"does": "complete a task", "writes": ["items[1].done"]}
+    tasks = {"items": [{"done": False}, {"done": False}]}
+
+    async def main(clock: VirtualClock) -> Any:
+        s = session(clock, {"complete": complete}, tasks, complete=lambda args: None)
+        fired = s.fire("p.complete")
+        s.report({"items": [{"done": True}, {"done": False}]})
+        await clock.advance(1)
+        unmoved = s.did_it_work(fired.transition_id or "")
+        s.report({"items": [{"done": True}, {"done": True}]})
+        await clock.advance(1)
+        return unmoved, s.did_it_work(fired.transition_id or "")
+
+    unmoved, moved = run(main)
+    assert unmoved.answer == "pending"
+    assert (moved.answer, moved.error) == ("worked", None)
+    assert [(c.key, c.kind) for c in moved.commit] == [("items", "changed")]
+
+
+def test_a_write_declared_in_an_empty_object_is_not_settled_by_a_key_added_beside_it() -> None:
+    # orders was {}, a leaf of the diff; adding orders.o2 removes that leaf in the store's
+    # log, which touched orders.o1, and a create of o1 that did nothing answered worked.
+    create = {"does": "create order o1", "writes": ["orders.o1"]}
+
+    graph = build_navigation_graph("desk", pages={"p": {"actions": {"create": create}}})
+
+    async def main(clock: VirtualClock) -> Any:
+        # orders.o1 is not there, so coverage is 0: no threshold, or the fire is refused.
+        s = graph.create_session(
+            node="p", state={"orders": {}}, clock=clock, thresholds={"reversible": 0}
+        )
+        s.register_actions("p", handlers={"create": lambda args: None})
+        fired = s.fire("p.create")
+        s.report({"orders.o2": {"status": "open"}})
+        await clock.advance(1)
+        return s.did_it_work(fired.transition_id or "")
+
+    assert run(main).answer == "pending"

@@ -158,6 +158,7 @@ class Session:
         self.tasks: set[asyncio.Task[Any]] = set()
         self.contracts: dict[str, Contract] = {}
         self.closed = False
+        self._seen = self.store.current  # the version before the next change told
         self._subscription = self.store.subscribe_all(self._on_change)
 
     def register_actions(self, page: str, handlers: Mapping[str, Handler]) -> None:
@@ -567,10 +568,27 @@ class Session:
         One report can settle several fires when it touches keys different fires wait on,
         but never two fires through the same changed path: FIFO order of firing decides in a
         session; among the sessions on one substrate, the first to be told claims the path.
+        A declared key inside a changed leaf (an element of an array) is touched only when
+        its own value changed (``FieldChange.at``).
         """
+        previous, self._seen = self._seen, snapshot
         if not self.queue:
             return
         unclaimed = [path for path in paths if self.claims.taken(path, snapshot.version) is None]
+        leaves: dict[tuple[str, ...], FieldChange] | None = None
+
+        def touches(path: tuple[str, ...], written: tuple[str, ...]) -> bool:
+            nonlocal leaves
+            if not related(path, written):
+                return False
+            if len(path) >= len(written):
+                return True
+            if leaves is None:  # read only when a declared key lies inside a changed leaf
+                changes = self.store.changes_between(previous, snapshot)
+                leaves = {change.path: change for change in changes}
+            leaf = leaves.get(path)
+            return leaf is not None and leaf.at(written) is not None
+
         for transition in list(self.queue):
             if not unclaimed:
                 return
@@ -578,7 +596,7 @@ class Session:
                 self.queue.remove(transition)
                 continue
             written = [parse_path(key) for key in transition.writes]
-            claimed = [path for path in unclaimed if any(related(path, w) for w in written)]
+            claimed = [path for path in unclaimed if any(touches(path, w) for w in written)]
             if not claimed:
                 continue
             unclaimed = [path for path in unclaimed if path not in claimed]
