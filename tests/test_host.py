@@ -774,3 +774,52 @@ async def test_a_fire_whose_fresh_read_fails_is_judged_with_the_confidence_that_
     assert fired.refusal == "low_confidence"
     assert fired.refusal_figures is not None
     assert fired.refusal_figures.health == pytest.approx(2 / 3)
+
+
+async def test_a_fire_reads_afresh_only_the_probes_its_answer_rests_on() -> None:
+    # Every fire read every probe: a page read in a browser (here 0.3 s) made each fire of
+    # the lamp that slow, though the lamp's answer rests on lamp.on alone. A probe that has
+    # answered nothing yet is read, as what it answers is not known.
+    clock = VirtualClock()
+    reads: list[tuple[str, float]] = []
+    slow: dict[str, float] = {}  # seconds each probe's read takes, once the host has started
+
+    def probe(name: str, values: dict[str, Any]) -> CallableProbe:
+        async def read() -> dict[str, Any]:
+            reads.append((name, clock.monotonic()))
+            if name in slow:
+                await clock.sleep(slow[name])
+            return dict(values)
+
+        return CallableProbe(read, name=name, interval=5)
+
+    async def connect(context: ConnectContext) -> Connection:
+        substrate = Substrate(
+            probes=[probe("lamp", {"lamp.on": False}), probe("page", {"view.title": "x"})],
+            declared_keys=LAMP.declared_writes(),
+            clock=context.clock,
+        )
+        return Connection(substrate, {"room.switch-on": lambda args: None})
+
+    application = Application(LAMP, "room", connect)
+    async with Host(application, Ledger(MemoryBackend()), clock=clock) as host:
+        await clock.advance(1)
+        slow["page"] = 0.3
+        reads.clear()
+        for request in (
+            ActionRequest(action="room.switch-on", wait_ms=0),
+            ActionRequest(
+                action="room.switch-on", verify_expression="view.title === 'x'", wait_ms=0
+            ),
+            ActionRequest(action="room.no-such-action", wait_ms=0),
+        ):
+            firing = asyncio.ensure_future(host.fire(request))
+            await clock.advance(1)
+            await firing
+    assert reads == [
+        ("lamp", 1.0),  # the lamp alone
+        ("lamp", 2.0),  # its own verify_expression reads the page's key too
+        ("page", 2.0),
+        ("lamp", 3.0),  # what an unknown action rests on cannot be told: every probe
+        ("page", 3.0),
+    ]
