@@ -15,9 +15,10 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import ValidationError
 
 from assay.workflow import Engine, ModelSettings, RunStatus, Workflow
-from assay.workflow.model import ZERO_CASE_EXEMPTION, ModelVerifier
+from assay.workflow.model import ZERO_CASE_EXEMPTION, ModelVerifier, read_answer
 from workflow_steps import PlannerRecorder, Recorder, memory_ledger
 
 UNRULED = ("the model at ", "the model /", "the model's answer is not a verdict")
@@ -194,3 +195,33 @@ def test_without_llama_cpp_a_model_file_fails_the_verdict_naming_the_extra(
     assert verdict.critique.endswith(
         "); install assay[local-model], or give base_url to ask a model server instead"
     )
+
+
+@pytest.mark.parametrize(
+    ("content", "reasons"),
+    [
+        ('{"checks": [{"passed": true, "reason": "ok"}], "critique": ""}', ["ok"]),
+        # A line break written as it is inside a string, as SmolLM2 behind llama-cpp-python's
+        # server writes one: strict JSON forbids it; it is read as the line break it is.
+        ('{"checks": [{"passed": true, "reason": "12-K\n\nThe input"}], "critique": ""}',
+         ["12-K\n\nThe input"]),
+    ],
+)  # fmt: skip
+def test_an_answer_is_read_with_raw_line_breaks_in_its_strings(
+    content: str, reasons: list[str]
+) -> None:
+    assert [ruling.reason for ruling in read_answer(content).checks] == reasons
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"checks": [{"passed": true, "reason": "a\nb"}], "critique": ""',  # cut off
+        '{"checks": [{"passed": "maybe", "reason": "a\nb"}], "critique": ""}',  # not a verdict
+        '{"checks": [], "critique": "a\nb", }',  # a trailing comma
+        "{'checks': [], 'critique': ''}",
+    ],
+)
+def test_an_answer_that_is_no_verdict_is_still_refused(content: str) -> None:
+    with pytest.raises(ValidationError):
+        read_answer(content)

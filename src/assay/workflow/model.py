@@ -67,6 +67,26 @@ class ModelAnswer(BaseModel):
     critique: str
 
 
+def read_answer(content: str) -> ModelAnswer:
+    """The verdict ``content`` holds; ``ValidationError`` when it holds none.
+
+    Raw control characters inside its strings (a line break in a reason, written as it is
+    rather than as ``\\n``) are read as themselves: small local models write them, and some
+    servers' JSON grammars let them through, though strict JSON forbids them. Nothing else
+    is forgiven.
+    """
+    try:
+        return ModelAnswer.model_validate_json(content)
+    except ValidationError as error:
+        if error.errors()[0]["type"] != "json_invalid":
+            raise
+        try:
+            data = json.loads(content, strict=False)
+        except ValueError:
+            raise error from None
+        return ModelAnswer.model_validate(data)
+
+
 class ModelVerifier:
     """Asks the model ``settings`` name to rule on ``step``'s checks; one request per verdict.
 
@@ -152,7 +172,7 @@ class ModelVerifier:
             reason = f"{type(error).__name__}: {error}"
             return self._unruled(escape_surrogates(f"{self.settings.where} failed: {reason}"))
         try:
-            answer = ModelAnswer.model_validate_json(content or "")
+            answer = read_answer(content or "")
         except ValidationError as error:
             why = f"the model's answer is not a verdict ({error.errors()[0]['msg']}): {content!r}"
             return self._unruled(why[:500], tokens)
