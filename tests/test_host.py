@@ -776,50 +776,55 @@ async def test_a_fire_whose_fresh_read_fails_is_judged_with_the_confidence_that_
     assert fired.refusal_figures.health == pytest.approx(2 / 3)
 
 
-async def test_a_fire_reads_afresh_only_the_probes_its_answer_rests_on() -> None:
-    # Every fire read every probe: a page read in a browser (here 0.3 s) made each fire of
-    # the lamp that slow, though the lamp's answer rests on lamp.on alone. A probe that has
-    # answered nothing yet is read, as what it answers is not known.
+SHOP = build_navigation_graph(
+    "shop",
+    pages={
+        "desk": {
+            "actions": {
+                "create": {
+                    "does": "create an order",
+                    "writes": ["orders.{id}.status"],
+                    "verify": {"orders.{id}.status": {"eq": "open"}},
+                }
+            }
+        }
+    },
+)
+
+
+async def test_a_record_created_before_the_fire_under_a_probes_keys_is_never_credited_to_it() -> (
+    None
+):
+    # The probe answers a key per record (orders.o1.status), so before o2 exists no key it
+    # answers names o2. Reading afresh only the probes whose last keys bear on the fire
+    # skipped it, and a create of o2, made by the application between two polls, answered
+    # worked. Every probe is read before every fire.
     clock = VirtualClock()
-    reads: list[tuple[str, float]] = []
-    slow: dict[str, float] = {}  # seconds each probe's read takes, once the host has started
+    records = {"o1": "open"}
+    reads: list[float] = []
 
-    def probe(name: str, values: dict[str, Any]) -> CallableProbe:
-        async def read() -> dict[str, Any]:
-            reads.append((name, clock.monotonic()))
-            if name in slow:
-                await clock.sleep(slow[name])
-            return dict(values)
-
-        return CallableProbe(read, name=name, interval=5)
+    async def read() -> dict[str, Any]:
+        reads.append(clock.monotonic())
+        return {f"orders.{key}.status": status for key, status in records.items()}
 
     async def connect(context: ConnectContext) -> Connection:
         substrate = Substrate(
-            probes=[probe("lamp", {"lamp.on": False}), probe("page", {"view.title": "x"})],
-            declared_keys=LAMP.declared_writes(),
+            probes=[CallableProbe(read, name="orders", interval=0.5)],
+            declared_keys=SHOP.declared_writes(),
             clock=context.clock,
         )
-        return Connection(substrate, {"room.switch-on": lambda args: None})
+        return Connection(substrate, {"desk.create": lambda args: None})  # does nothing
 
-    application = Application(LAMP, "room", connect)
-    async with Host(application, Ledger(MemoryBackend()), clock=clock) as host:
-        await clock.advance(1)
-        slow["page"] = 0.3
-        reads.clear()
-        for request in (
-            ActionRequest(action="room.switch-on", wait_ms=0),
-            ActionRequest(
-                action="room.switch-on", verify_expression="view.title === 'x'", wait_ms=0
-            ),
-            ActionRequest(action="room.no-such-action", wait_ms=0),
-        ):
-            firing = asyncio.ensure_future(host.fire(request))
-            await clock.advance(1)
-            await firing
-    assert reads == [
-        ("lamp", 1.0),  # the lamp alone
-        ("lamp", 2.0),  # its own verify_expression reads the page's key too
-        ("page", 2.0),
-        ("lamp", 3.0),  # what an unknown action rests on cannot be told: every probe
-        ("page", 3.0),
-    ]
+    application = Application(SHOP, "desk", connect)
+    thresholds = {"reversible": 0}  # orders.{id}.status is no key before a fire: no coverage
+    async with Host(application, Ledger(MemoryBackend()), clock=clock, thresholds=thresholds) as h:
+        await clock.advance(0.4)
+        records["o2"] = "open"  # the application's own doing, before the agent fires
+        await clock.advance(0.05)
+        request = ActionRequest(action="desk.create", args={"id": "o2"}, wait_ms=2000)
+        firing = asyncio.ensure_future(h.fire(request))
+        await clock.advance(2)
+        fired = await firing
+    assert 0.45 in reads
+    assert fired.answer == "unobservable"
+    assert fired.already_true is not None

@@ -1000,26 +1000,3 @@ def test_poller_names_the_probes_and_keys_that_collide(
         "taken; narrow one of them (its queries, pointer or keys) so that they answer different "
         "keys"
     )
-
-
-def test_poller_answering_names_the_probes_whose_keys_bear_on_given_keys() -> None:
-    answers = {
-        "shop": {"orders": {"o1": {"status": "open"}}},
-        "lamp": {"lamp.on": True, 'view["a.b"]': 1},
-        "quiet": {},
-    }
-
-    async def main() -> Poller:
-        probes = [CallableProbe(lambda n=n: answers[n], name=n) for n in answers]
-        poller = Poller([*probes, CallableProbe(dict, name="unread")], lambda *_: None)
-        await poller.read(list(answers))  # "unread" has answered nothing yet
-        return poller
-
-    poller = run(main)
-    # A probe that answered nothing (yet, or at its last read) may answer anything.
-    assert poller.answering(["orders.o1.status"]) == ("shop", "quiet", "unread")
-    assert poller.answering(["orders.o2"]) == ("shop", "quiet", "unread")  # inside orders
-    assert poller.answering(["lamp"]) == ("lamp", "quiet", "unread")  # holds lamp.on
-    assert poller.answering(['view["a.b"].c']) == ("lamp", "quiet", "unread")
-    assert poller.answering(["view.a"]) == ("quiet", "unread")  # not view["a.b"]
-    assert poller.answering([]) == ("quiet", "unread")

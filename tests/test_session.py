@@ -1210,32 +1210,3 @@ def test_a_contract_on_a_key_whose_object_appears_with_another_key_holds_when_it
     answer = run(main)
     assert (answer.answer, answer.error) == ("worked", None)
     assert answer.outcome is not None and answer.outcome.poll_cycles == 2
-
-
-def test_fire_keys_are_the_declared_writes_and_the_keys_the_contract_reads() -> None:
-    cancel = {
-        "does": "cancel an order",
-        "writes": ["orders.{order_id}.status"],
-        "verify_expression": "orders[args.order_id].status === 'cancelled'",
-    }
-
-    async def main(clock: VirtualClock) -> Any:
-        graph = build_navigation_graph("shop", pages={"p": {"actions": {"cancel": cancel}}})
-        s = graph.create_session(node="p", state={"orders": {}}, clock=clock)
-        return [
-            s.fire_keys("p.cancel", {"order_id": "o1"}),
-            s.fire_keys("p.cancel", {"order_id": "o1"}, "view.domain === 'billing'"),
-            s.fire_keys("p.cancel", {}),  # a missing argument: refused by fire
-            s.fire_keys("p.cancel", {"order_id": "o1"}, "view.domain ==="),  # syntax error
-            s.fire_keys("p.nothing"),
-            s.fire_keys("p.cancel", ["o1"]),  # type: ignore[arg-type]
-        ]
-
-    assert run(main) == [
-        ("orders.o1.status",),
-        ("orders.o1.status", "view.domain"),
-        None,
-        None,
-        None,
-        None,
-    ]

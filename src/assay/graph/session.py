@@ -27,7 +27,6 @@ from typing import Any, Final
 
 from assay.clock import SYSTEM_CLOCK, Clock
 from assay.errors import (
-    AssayError,
     ContractError,
     GraphError,
     LedgerEntryError,
@@ -325,27 +324,6 @@ class Session:
             self.queue.append(transition)
         self._run_handler(transition, handler, timeout)
         return self.result(transition)
-
-    def fire_keys(
-        self,
-        action_id: str,
-        args: Mapping[str, Any] | None = None,
-        verify_expression: str | None = None,
-    ) -> tuple[str, ...] | None:
-        """The keys a fire of ``action_id`` with ``args`` (and ``verify_expression``) would
-        declare writing or read for its contract: all that its answer rests on. ``None``
-        when they cannot be told, the fire being one that ``fire`` refuses for what it is
-        given (an unknown action, arguments it cannot take)."""
-        spec = self.graph.action(action_id) if isinstance(action_id, str) else None
-        if spec is None or (args is not None and not isinstance(args, Mapping)):
-            return None
-        if verify_expression is not None and not isinstance(verify_expression, str):
-            return None
-        try:
-            writes, predicate, _ = self._bind(spec, dict(args or {}), verify_expression)
-        except (AssayError, ValueError, TypeError):
-            return None
-        return writes if predicate is None else tuple(dict.fromkeys((*writes, *predicate.keys)))
 
     def _bind(
         self, spec: ActionSpec, args: dict[str, Any], extra: str | None

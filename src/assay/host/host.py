@@ -15,7 +15,7 @@ import itertools
 import math
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import lru_cache
 from types import TracebackType
 from typing import Any, Self
@@ -71,47 +71,37 @@ class FreshReads:
 
     A fire's pre-action snapshot must hold what the probes can see when it fires, not what
     they saw at the last poll: a lamp switched on between a poll and the fire would
-    otherwise be a change the fire is credited with. Only the probes whose values bear on
-    the fire are read (``Poller.answering``): a slow probe of other keys (a page read in a
-    browser) costs it nothing. Callers who ask for a probe while a read of it is under way
-    share its next read, started as soon as that one has ended, so that concurrent fires
-    cost one read of each probe at most, not one each in turn. A read is bounded by the
-    probe's own deadline, and a failed one is recorded in its health (so in the confidence
-    the fire is judged with); it never raises.
+    otherwise be a change the fire is credited with. Callers who ask while a read is under
+    way share the next read, started as soon as that one has ended, so that concurrent
+    fires cost one read each at most, not one each in turn. A read is bounded by the
+    probes' own deadlines, and a failed one is recorded in the probes' health (so in the
+    confidence the fire is judged with); it never raises.
     """
 
     def __init__(self, poller: Poller) -> None:
         self._poller = poller
-        self._latest: dict[
-            str, asyncio.Task[None]
-        ] = {}  # each probe's last read, started or queued
-        self._queued: dict[str, asyncio.Task[None]] = {}  # each probe's read not started yet
+        self._latest: asyncio.Task[None] | None = None  # the last read, started or queued
+        self._queued: asyncio.Task[None] | None = None  # a read that has not started yet
 
-    async def read(self, keys: Iterable[str] | None = None) -> None:
-        """Return once a read, started after this call, of every probe whose values bear on
-        ``keys`` (of every probe, when ``keys`` is None) has ended."""
-        names = self._poller.names if keys is None else self._poller.answering(keys)
-        tasks = []
-        for name in names:
-            task = self._queued.get(name)
-            if task is None:
-                task = asyncio.ensure_future(self._read_after(name, self._latest.get(name)))
-                self._queued[name] = self._latest[name] = task
-            tasks.append(task)
-        if tasks:
-            # Shielded: a caller that leaves does not cancel the reads others wait on.
-            await asyncio.shield(asyncio.gather(*tasks))
+    async def read(self) -> None:
+        """Return once a read of every probe that started after this call has ended."""
+        task = self._queued
+        if task is None:
+            task = asyncio.ensure_future(self._read_after(self._latest))
+            self._queued = self._latest = task
+        # Shielded: a caller that leaves does not cancel the read others wait on.
+        await asyncio.shield(task)
 
     async def settled(self) -> None:
         """Return once no read is under way or queued."""
-        while running := [task for task in self._latest.values() if not task.done()]:
-            await asyncio.wait(running)
+        while self._latest is not None and not self._latest.done():
+            await asyncio.wait((self._latest,))
 
-    async def _read_after(self, name: str, previous: asyncio.Task[None] | None) -> None:
+    async def _read_after(self, previous: asyncio.Task[None] | None) -> None:
         if previous is not None and not previous.done():
             await asyncio.wait((previous,))
-        del self._queued[name]  # started: whoever asks from now on needs the next read
-        await self._poller.read((name,))
+        self._queued = None  # started: whoever asks from now on needs the next read
+        await self._poller.read_once()
 
 
 class Host:
@@ -413,12 +403,9 @@ class Host:
     async def _fire(self, request: ActionRequest, progress: Progress | None) -> ActionResponse:
         session = self.session(request.session)
         if self._fresh is not None:
-            # Pulled state is as old as the last poll: read what the fire rests on afresh, so
-            # that a change made before the fire is in its pre-action snapshot, not credited
-            # to it (all of it when that cannot be told: the fire may be refused).
-            await self._fresh.read(
-                session.fire_keys(request.action, request.args, request.verify_expression)
-            )
+            # Pulled state is as old as the last poll: read it afresh, so that a change made
+            # before the fire is in its pre-action snapshot, not credited to it.
+            await self._fresh.read()
             session = self.session(request.session)  # it may have closed meanwhile
         fired = session.fire(
             request.action,

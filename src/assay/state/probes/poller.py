@@ -106,26 +106,7 @@ class Poller:
 
     async def read_once(self) -> None:
         """Read every probe once, concurrently; a probe being read already is read after."""
-        await self.read(self._probes)
-
-    async def read(self, names: Iterable[str]) -> None:
-        """Read the probes called ``names`` once, concurrently, as ``read_once`` does."""
-        await asyncio.gather(*(self._read(self._probes[name]) for name in names))
-
-    def answering(self, keys: Iterable[str]) -> tuple[str, ...]:
-        """The probes whose values can bear on ``keys``: each one that answers one of them,
-        a key holding one or a key inside one, and each one that has answered nothing yet
-        (what it will answer is not known)."""
-        paths = [_segments(key) for key in keys]
-        found = []
-        for name, owned in self._owned.items():
-            if not owned or any(
-                mine[: len(path)] == path[: len(mine)]
-                for mine in map(_segments, owned)
-                for path in paths
-            ):
-                found.append(name)
-        return tuple(found)
+        await asyncio.gather(*(self._read(probe) for probe in self._probes.values()))
 
     async def run(self) -> None:
         """Poll every probe until ``stop()``; the first reads happen at once."""
