@@ -368,3 +368,47 @@ def test_a_write_declared_in_an_empty_object_is_not_settled_by_a_key_added_besid
         return s.did_it_work(fired.transition_id or "")
 
     assert run(main).answer == "pending"
+
+
+UNSET = {"items": {"1": {"done": True}}}
+"""``items`` turned into an object holding its element 1 as it was, as PHP's json_encode
+writes an array once an element is unset: the diff lists ``items.1.done`` as added."""
+
+
+@pytest.mark.parametrize(
+    ("action", "handler_s", "answer"),
+    [
+        pytest.param(
+            {"verify_expression": "items[1].done === true", "settle_ms": 200},
+            0,
+            "unobservable",
+            id="a contract that held before",
+        ),
+        pytest.param(
+            {"writes": ["items"], "verify": {"items.1.done": {"eq": True}}},
+            0.2,
+            "unobservable",
+            id="already true",
+        ),
+        pytest.param({"writes": ["items.1.done"]}, 0, "pending", id="writes only"),
+    ],
+)
+def test_an_array_turned_into_an_object_moves_no_element_that_kept_its_value(
+    action: dict[str, Any], handler_s: float, answer: str
+) -> None:
+    # items[1].done was true before and after; the diff's added items.1.done counted as its
+    # change, and each fire, whose handler did nothing, answered worked.
+    act = {"does": "complete task 1", **action}
+
+    async def main(clock: VirtualClock) -> Any:
+        async def handler(args: dict[str, Any]) -> None:
+            if handler_s:
+                await clock.sleep(handler_s)  # does nothing
+
+        s = session(clock, {"act": act}, TASKS, act=handler)
+        fired = s.fire("p.act")
+        s.report(UNSET)
+        await clock.advance(1)
+        return s.did_it_work(fired.transition_id or "")
+
+    assert run(main).answer == answer

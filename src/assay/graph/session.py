@@ -59,7 +59,7 @@ from assay.state.canonical import (
     exact_json_object,
     holds_half_surrogate_pair,
 )
-from assay.state.snapshot import FieldChange, Snapshot, changes_at
+from assay.state.snapshot import FieldChange, Snapshot, changes_at, value_moved
 from assay.state.store import StateStore
 from assay.state.substrate import Substrate
 from assay.verify.loop import VerifyOptions, summarize_changes, verify_observed
@@ -477,9 +477,9 @@ class Session:
         current state) and credit it with the change, unless other fires pending as well
         claimed all of it first. Answer the changes that count against the held-before rule:
         those of declared keys its contract reads (all the declared keys' if it reads none),
-        or of every key it reads when the action declares no writes. A key it reads inside
-        an array changed only if its own value did (``FieldChange.at``): the array is one
-        leaf of the commit, not one change of every key read in it."""
+        or of every key it reads when the action declares no writes. A key it reads changed
+        only if its own value did (``value_moved``): an array is one leaf of the commit, not
+        one change of every key read in it."""
         at = self.store.current if at is None else at
         everything = self.store.changes_between(transition.before, at)
         written = [parse_path(key) for key in transition.writes]
@@ -488,8 +488,13 @@ class Session:
         read = (
             [parse_path(key) for key in transition.predicate.keys] if transition.predicate else []
         )
-        read_all = changes_at(everything, read)
-        read_declared = changes_at(declared, read)
+        # Only keys whose values moved: the diff's leaves can say a key changed when its
+        # value did not (an array turned into an object with the same elements).
+        readings = _readings(transition.predicate)
+        before, after = transition.before.objects, at.objects
+        moved = [key for key in read if value_moved(before, after, key, readings)]
+        read_all = changes_at(everything, moved)
+        read_declared = changes_at(declared, moved)
         # Its evidence: the declared changes its contract reads (a send of m1 rests on m1's
         # status, not on the count a send of m2 moves too); else every declared change; else,
         # nothing declared having changed, the changes its contract reads (two fires pending
@@ -568,26 +573,18 @@ class Session:
         One report can settle several fires when it touches keys different fires wait on,
         but never two fires through the same changed path: FIFO order of firing decides in a
         session; among the sessions on one substrate, the first to be told claims the path.
-        A declared key inside a changed leaf (an element of an array) is touched only when
-        its own value changed (``FieldChange.at``).
+        A declared key is touched only when its own value changed (``value_moved``): not by
+        a change to another element of the array holding it.
         """
         previous, self._seen = self._seen, snapshot
         if not self.queue:
             return
         unclaimed = [path for path in paths if self.claims.taken(path, snapshot.version) is None]
-        leaves: dict[tuple[str, ...], FieldChange] | None = None
 
         def touches(path: tuple[str, ...], written: tuple[str, ...]) -> bool:
-            nonlocal leaves
-            if not related(path, written):
-                return False
-            if len(path) >= len(written):
-                return True
-            if leaves is None:  # read only when a declared key lies inside a changed leaf
-                changes = self.store.changes_between(previous, snapshot)
-                leaves = {change.path: change for change in changes}
-            leaf = leaves.get(path)
-            return leaf is not None and leaf.at(written) is not None
+            return related(path, written) and value_moved(
+                previous.objects, snapshot.objects, written
+            )
 
         for transition in list(self.queue):
             if not unclaimed:
@@ -842,3 +839,10 @@ def _apart(value: float, threshold: float) -> tuple[str, str]:
 
 def _article(word: str) -> str:
     return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
+
+
+def _readings(predicate: Predicate | None) -> tuple[bool, ...]:
+    """How ``predicate`` reads its keys (``value_moved``): as an expression does, as a
+    declarative contract does, or, parts of each, both ways."""
+    parts = predicate.parts if isinstance(predicate, AllOf) else (predicate,)
+    return tuple(dict.fromkeys(not isinstance(part, Contract) for part in parts))

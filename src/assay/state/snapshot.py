@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Literal
 
-from assay.expr.path import MISSING, format_path, parse_path
+from assay.expr.path import MISSING, format_path, parse_path, read_path
 from assay.state.canonical import Path, same_value
 from assay.state.diff import Change, diff_objects, follow
 
@@ -102,6 +102,29 @@ class FieldChange:
     @property
     def _after(self) -> Any:
         return MISSING if self.kind == "removed" else self.after
+
+
+def value_moved(
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    key: Path,
+    readings: tuple[bool, ...] = (True, False),
+) -> bool:
+    """Whether the value at ``key`` differs between the states ``before`` and ``after``, read
+    in any of ``readings``: ``True`` as an expression reads it (an array's element by index,
+    its ``length``), ``False`` as a declarative contract does (``length`` a key like any
+    other). What the diff says of a leaf can miss this: an array that became an object
+    lists ``items.1.done`` as added, though ``items[1].done`` read the same ``true`` on both
+    sides."""
+    for lengths in readings:
+        old = read_path(before, key, lengths=lengths).value
+        new = read_path(after, key, lengths=lengths).value
+        if old is MISSING or new is MISSING:
+            if old is not new:
+                return True
+        elif not same_value(old, new):
+            return True
+    return False
 
 
 def changes_at(changes: Iterable[FieldChange], keys: Sequence[Path]) -> list[FieldChange]:
