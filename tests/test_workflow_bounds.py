@@ -366,3 +366,39 @@ def test_a_commit_naming_no_passed_verdict_of_its_iteration_is_refused(
         "that iteration's passed verdict in the run; the ledger was not written by the "
         "workflow engine"
     )
+
+
+@pytest.mark.parametrize(
+    ("commit", "problem"),
+    [
+        ({}, "verdict: Field required"),
+        ({"verdict": "2"}, "verdict: Input should be a valid integer"),
+        ({"verdict": True}, "verdict: Input should be a valid integer"),
+        ({"verdict": 2, "output": GOOD}, "verdict: Extra inputs are not permitted"),
+        ({"output": None}, "output: Input should be a valid dictionary"),
+        ({"output": GOOD, "junk": 1}, "junk: Extra inputs are not permitted"),
+    ],
+)
+def test_a_malformed_commit_entry_is_refused_naming_it(
+    commit: dict[str, Any], problem: str
+) -> None:
+    # Each escaped as pydantic's ValidationError: exit 70 (a bug in assay) from assay resume,
+    # a 500 from the daemon.
+    with pytest.raises(RunError) as refused:
+        read_run(hand_written_run(commit), "r")
+    assert str(refused.value) == (
+        f"run 'r': entry 3 (commit) is not one the workflow engine writes ({problem}); the "
+        "ledger was not written by the workflow engine"
+    )
+
+
+def test_a_commit_naming_a_malformed_verdict_entry_is_refused() -> None:
+    ledger = hand_written_run({"verdict": 2})
+    broken = memory_ledger()
+    for entry in ledger.read(1, 4):
+        body = entry.body
+        if entry.kind == "verdict":
+            body = {key: value for key, value in body.items() if key != "rung"}
+        broken.append(entry.kind, body, run=entry.run)
+    with pytest.raises(RunError, match="from entry 2, which is not that iteration's passed"):
+        read_run(broken, "r")

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError
 
 from assay.errors import RunError, RunNotFoundError, WrongTypeError
 from assay.ledger import Entry, Ledger
@@ -53,7 +53,7 @@ class CommitBody(_Body):
     step: str
     attempt: int
     iteration: int
-    verdict: int
+    verdict: StrictInt  # a seq: "24", 24.0 or true name no entry
 
 
 class _CommitWithOutput(_Body):
@@ -208,20 +208,32 @@ def rebuild(run_id: str, entries: list[Entry]) -> RunRecord:
     park: ParkBody | None = None
     human: dict[str, Any] | None = None
     verdicts: dict[int, Any] = {}
-    for entry in entries:
-        body = entry.body
-        if entry.kind == "commit" and _event(entry) == "start":
-            start = StartBody.model_validate(body)
-        elif entry.kind == "commit":
-            step, output = _committed(run_id, body, verdicts)
-            committed[step] = output
-        elif entry.kind == "verdict":
-            verdicts[entry.seq] = body
-        elif entry.kind == "park":
-            park = ParkBody.model_validate(body)
-        elif entry.kind == "resume":
-            park = None
-            human = ResumeBody.model_validate(body).input
+    entry = entries[0] if entries else None
+    try:
+        for entry in entries:
+            body = entry.body
+            if entry.kind == "commit" and _event(entry) == "start":
+                start = StartBody.model_validate(body)
+            elif entry.kind == "commit":
+                step, output = _committed(run_id, body, verdicts)
+                committed[step] = output
+            elif entry.kind == "verdict":
+                verdicts[entry.seq] = body
+            elif entry.kind == "park":
+                park = ParkBody.model_validate(body)
+            elif entry.kind == "resume":
+                park = None
+                human = ResumeBody.model_validate(body).input
+    except ValidationError as error:
+        assert entry is not None
+        problem = error.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"]) or "body"
+        raise RunError(
+            f"run {run_id!r}: entry {entry.seq} ({entry.kind}) is not one the workflow engine "
+            f"writes ({where}: {problem['msg']}); the ledger was not written by the workflow "
+            "engine",
+            run_id=run_id,
+        ) from None
     if start is None:
         raise RunError(
             f"run {run_id!r} has entries but no start entry; the ledger was not written by "
@@ -258,7 +270,10 @@ def _committed(run_id: str, body: Any, verdicts: Mapping[int, Any]) -> tuple[str
         return old.step, old.output
     commit = CommitBody.model_validate(body)
     named = verdicts.get(commit.verdict)
-    judged = None if named is None else VerdictBody.model_validate(named)
+    try:
+        judged = None if named is None else VerdictBody.model_validate(named)
+    except ValidationError:
+        judged = None  # not a verdict the engine wrote: named as no passed verdict, below
     if (
         judged is None
         or (judged.step, judged.attempt, judged.iteration)
