@@ -437,3 +437,22 @@ def test_answers_that_cannot_be_written_are_incomplete_output_with_exit_2(tmp_pa
         f"assay mcp: error: cannot write to standard output ({answers}): File too large; "
         "the output is incomplete\n",
     )
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs the /dev/full device")
+def test_answers_to_a_device_that_is_full_are_incomplete_output_with_exit_2() -> None:
+    # A device is served by the SDK's own transport, whose failed write was exit 70.
+    with Path("/dev/full").open("wb") as full:
+        done = subprocess.run(
+            [ASSAY, "mcp", "--ledger", "memory:"],
+            input=_lines(_initialize(1)),
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            check=False,
+        )
+    assert (done.returncode, done.stderr.decode()) == (
+        2,
+        "assay mcp: error: cannot write to standard output (/dev/full): No space left on "
+        "device; the output is incomplete\n",
+    )

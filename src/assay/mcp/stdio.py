@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import fcntl
 import os
 import stat
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any
+from typing import Any, Final
 
 import anyio
 import mcp_types
@@ -53,12 +54,33 @@ async def serve_stdio(server: MCPServer) -> None:
     # The SDK runs an MCPServer over given streams only through its low-level server.
     lowlevel: Any = getattr(server, "_lowlevel_server", None)
     if lowlevel is None or not stdio_served_here():
-        await server.run_stdio_async()
+        output = standard_output_name(1)
+        try:
+            await server.run_stdio_async()
+        except Exception as error:
+            full = _output_full(error)
+            if full is None:
+                raise
+            raise OutputError(output, full) from error
         return
     sys.stdout.flush()
     with _claimed_stdio() as (wire_in, wire_out):
         async with _wire(wire_in, wire_out) as (read, write):
             await _serve(lowlevel, read, write, standard_output_name(wire_out))
+
+
+_NO_ROOM: Final = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
+"""What a write reports when the file it writes to cannot grow: a full disk, a file size
+limit, a quota. Only a write can fail so, and the SDK's transport writes only stdout."""
+
+
+def _output_full(error: BaseException) -> OSError | None:
+    """The ``OSError`` saying that stdout could not grow, when ``error`` (or each of the
+    errors a task group gathered in it) is one; else ``None``."""
+    if isinstance(error, BaseExceptionGroup):
+        found = [_output_full(inner) for inner in error.exceptions]
+        return found[0] if found and all(found) else None
+    return error if isinstance(error, OSError) and error.errno in _NO_ROOM else None
 
 
 def stdio_served_here() -> bool:
