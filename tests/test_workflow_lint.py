@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from assay.errors import WorkflowError, WorkflowLintError
-from assay.workflow import Engine, check_workflow, lint, load_workflow
+from assay.workflow import Engine, Workflow, check_workflow, lint, load_workflow
 from workflow_steps import Recorder, memory_ledger, step_of, workflow_of
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "workflows"
@@ -406,4 +407,28 @@ def test_a_yaml_anchor_inside_itself_is_refused_at_load(tmp_path: Path) -> None:
     assert message.endswith(
         "it nests deeper than 256 levels; flatten the value or store less of it (a YAML anchor "
         "used inside itself nests without end)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("budget", "field", "kind", "given"),
+    [
+        ({"output_bytes": True}, "output_bytes", "integer", "True"),
+        ({"attempts": "2"}, "attempts", "integer", "'2'"),
+        ({"iterations_per_attempt": 2.0}, "iterations_per_attempt", "integer", "2.0"),
+        ({"attempt": {"wall_s": True}}, "attempt.wall_s", "number", "True"),
+        ({"iteration": {"tokens": False}}, "iteration.tokens", "integer", "False"),
+    ],
+)
+def test_a_budget_bound_that_is_not_a_number_is_refused(
+    budget: dict[str, Any], field: str, kind: str, given: str
+) -> None:
+    # true was read as 1 (output_bytes: true refused every run's input as over 1 byte) and
+    # "2" as 2.
+    step = {"id": "a", "executor": "json:loads", "empty_output": {}}
+    step["verify"] = {"criteria": ["true"]}
+    with pytest.raises(WorkflowError) as refused:
+        Workflow.from_mapping({"workflow": "w", "budget": budget, "steps": [step]})
+    assert str(refused.value) == (
+        f"workflow 'w': budget.{field}: Input should be a valid {kind} (got {given})"
     )

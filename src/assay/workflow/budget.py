@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model_validator
 
 from assay.clock import Clock
 from assay.ledger.canonical import canonical_json
@@ -33,10 +33,11 @@ class Limits(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    iterations: int | None = Field(default=None, ge=1)
-    wall_s: float | None = Field(default=None, gt=0)
-    tokens: int | None = Field(default=None, ge=0)
-    cost: float | None = Field(default=None, ge=0)
+    # Strict: true is no count of iterations nor a number of seconds, "3" no number.
+    iterations: StrictInt | None = Field(default=None, ge=1)
+    wall_s: StrictFloat | None = Field(default=None, gt=0)
+    tokens: StrictInt | None = Field(default=None, ge=0)
+    cost: StrictFloat | None = Field(default=None, ge=0)
 
 
 class Budget(Limits):
@@ -50,9 +51,9 @@ class Budget(Limits):
     values override the workflow's defaults for that step.
     """
 
-    attempts: int | None = Field(default=None, ge=1)
-    iterations_per_attempt: int | None = Field(default=None, ge=1)
-    output_bytes: int | None = Field(default=None, ge=1)
+    attempts: StrictInt | None = Field(default=None, ge=1)
+    iterations_per_attempt: StrictInt | None = Field(default=None, ge=1)
+    output_bytes: StrictInt | None = Field(default=None, ge=1)
     attempt: Limits | None = None
     iteration: Limits | None = None
 
