@@ -435,3 +435,29 @@ def test_a_claimed_move_of_an_array_element_is_not_credited_again_for_another_el
         "unobservable",
         unattributed("items.1.done", "p.complete#1"),
     )
+
+
+def test_writes_only_fires_on_two_elements_of_one_array_are_each_settled_by_one_report() -> None:
+    # The first fire claimed the changed leaf items whole, so the second, declaring
+    # items[1].done, waited on a report that had already come (a false pending); a third
+    # fire declaring items[1].done as well is still not credited with the same change.
+    graph = build_navigation_graph(
+        "tasks", pages={"p": {"actions": {"complete": {"does": "complete a task",
+                                                       "writes": ['items["{n}"].done']}}}},
+    )  # fmt: skip
+
+    async def main(clock: VirtualClock) -> list[str]:
+        sessions = [
+            graph.create_session(node="p", state={"items": [{"done": False}] * 2}, clock=clock)
+            for _ in range(2)
+        ]
+        for session in sessions:
+            session.register_actions("p", handlers={"complete": lambda args: None})
+        first, other = sessions
+        fires = [(first, first.fire("p.complete", {"n": n})) for n in (0, 1)]
+        fires.append((other, other.fire("p.complete", {"n": 1})))
+        first.report({"items": [{"done": True}, {"done": True}]})
+        await clock.advance(1)
+        return [s.did_it_work(fired.transition_id or "").answer for s, fired in fires]
+
+    assert run(main) == ["worked", "worked", "pending"]

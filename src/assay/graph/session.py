@@ -571,36 +571,49 @@ class Session:
         """Each changed path settles the earliest queued writes-only fire that declares it.
 
         One report can settle several fires when it touches keys different fires wait on,
-        but never two fires through the same changed path: FIFO order of firing decides in a
-        session; among the sessions on one substrate, the first to be told claims the path.
-        A declared key is touched only when its own value changed (``value_moved``): not by
-        a change to another element of the array holding it.
+        but never two fires through the same change: FIFO order of firing decides in a
+        session; among the sessions on one substrate, the first to be told claims it. A
+        declared key is touched only when its own value changed (``value_moved``): not by a
+        change to another element of the array holding it, and two fires declaring two
+        elements of one array are each settled by a report changing both.
         """
         previous, self._seen = self._seen, snapshot
         if not self.queue:
             return
-        unclaimed = [path for path in paths if self.claims.taken(path, snapshot.version) is None]
+        taken: list[tuple[str, ...]] = []  # what this session's fires took from the report
 
-        def touches(path: tuple[str, ...], written: tuple[str, ...]) -> bool:
-            return related(path, written) and value_moved(
-                previous.objects, snapshot.objects, written
-            )
+        def touched(path: tuple[str, ...], written: tuple[str, ...]) -> tuple[str, ...] | None:
+            """What of the change at ``path`` a fire declaring ``written`` takes: the deeper
+            of the two (an element, when the declared key lies in a changed array), if its
+            value moved and no fire has taken it; else ``None``."""
+            if not related(path, written):
+                return None
+            if not value_moved(previous.objects, snapshot.objects, written):
+                return None
+            unit = path if len(path) >= len(written) else written
+            if any(related(unit, other) for other in taken):
+                return None
+            return unit if self.claims.taken(unit, snapshot.version) is None else None
 
         for transition in list(self.queue):
-            if not unclaimed:
-                return
             if transition.phase.terminal:
                 self.queue.remove(transition)
                 continue
             written = [parse_path(key) for key in transition.writes]
-            claimed = [path for path in unclaimed if any(touches(path, w) for w in written)]
-            if not claimed:
+            units = [
+                unit
+                for path in paths
+                for key in written
+                if (unit := touched(path, key)) is not None
+            ]
+            if not units:
                 continue
-            unclaimed = [path for path in unclaimed if path not in claimed]
+            taken.extend(units)
             self.queue.remove(transition)
             changes = self._changes(transition, snapshot)
             transition.commit = summarize_changes(changes, self.redaction)
-            self.claims.claim(transition, self.id, snapshot.version, changes)
+            # Its claim: the changes to the keys it declares, an element of an array only.
+            self.claims.claim(transition, self.id, snapshot.version, changes_at(changes, written))
             if transition.handler_done:
                 self._finish(transition, Phase.WORKED)
             else:
