@@ -12,7 +12,7 @@ $(UV):
 	python3 -m venv .tools
 	.tools/bin/pip install --quiet uv==$(UV_VERSION)
 
-.venv/.synced: pyproject.toml uv.lock $(UV)
+.venv/.synced: pyproject.toml setup.py uv.lock $(UV) $(wildcard src/assay/*/*.c)
 	$(UV) sync --frozen
 	touch $@
 
