@@ -8,6 +8,7 @@ import hashlib
 import io
 import json
 import logging
+import random
 import sqlite3
 import threading
 import time
@@ -574,7 +575,7 @@ class _Recorder:
         self.hold = threading.Event()
         self.entered = threading.Event()
 
-    def write(self, drafts: list[EntryDraft]) -> list[Any]:
+    def write(self, drafts: list[EntryDraft], sealed: list[Any] | None = None) -> list[Any]:
         self.entered.set()
         self.hold.wait(30)
         self.batches.append([d.body["name"] for d in drafts])
@@ -595,9 +596,11 @@ class _Interrupting(threading.Event):
 
 
 @pytest.mark.parametrize("after_wake", [False, True])
-def test_an_interrupted_appender_strands_neither_the_writer_role_nor_others(
+def test_an_interrupted_appender_strands_neither_its_batch_nor_others(
     monkeypatch: pytest.MonkeyPatch, after_wake: bool
 ) -> None:
+    # b is interrupted while queued (its entry is never written) or once its batch is
+    # written (its entry is stored, and c, in the same batch, is still answered).
     recorder = _Recorder()
     group = GroupCommit(recorder.write, name="test")
     outcomes: dict[str, object] = {}
@@ -629,10 +632,46 @@ def test_an_interrupted_appender_strands_neither_the_writer_role_nor_others(
     recorder.hold.set()
     for thread in threads.values():
         thread.join(30)
-    assert recorder.batches == [["a"], ["c"]]
-    assert outcomes == {"a": [1], "b": "interrupted", "c": [2]}
+    if after_wake:
+        assert recorder.batches == [["a"], ["b", "c"]]
+        assert outcomes == {"a": [1], "b": "interrupted", "c": [3]}
+    else:
+        assert recorder.batches == [["a"], ["c"]]
+        assert outcomes == {"a": [1], "b": "interrupted", "c": [2]}
     group.close()
-    assert group.statistics() == GroupCommitStatistics(2, 2, 1, 0, 0)
+    stored = 3 if after_wake else 2
+    assert group.statistics() == GroupCommitStatistics(2, stored, stored - 1, 0, 0)
+
+
+def test_an_appender_alone_writes_its_own_entry_and_the_queue_goes_to_the_writer() -> None:
+    # a finds nobody writing and writes in its own thread; b and c, arriving while a's
+    # commit is held, are committed together by the group's writer thread.
+    recorder = _Recorder()
+    group = GroupCommit(recorder.write, name="test")
+    writers: dict[str, str] = {}
+
+    def submit(name: str) -> None:
+        group.submit([draft(body={"name": name})])
+
+    def write(drafts: list[EntryDraft], sealed: list[Any] | None = None) -> list[Any]:
+        for d in drafts:
+            writers[d.body["name"]] = threading.current_thread().name
+        return recorder.write(drafts)
+
+    group._write = write  # type: ignore[method-assign]
+    threads = {name: threading.Thread(target=submit, args=(name,), name=name) for name in "abc"}
+    threads["a"].start()
+    assert recorder.entered.wait(30)
+    threads["b"].start()
+    threads["c"].start()
+    _wait_until(lambda: group.statistics().queued == 2)
+    recorder.hold.set()
+    for thread in threads.values():
+        thread.join(30)
+    group.close()
+    assert recorder.batches == [["a"], ["b", "c"]]
+    assert writers == {"a": "a", "b": "assay ledger writer test", "c": "assay ledger writer test"}
+    assert group.statistics() == GroupCommitStatistics(2, 3, 2, 0, 0)
 
 
 class _InterruptedInBatch(threading.Event):
@@ -657,7 +696,7 @@ def test_an_appender_interrupted_within_a_batch_does_not_stop_the_others_waking(
     batches: list[list[str]] = []
     outcomes: dict[str, object] = {}
 
-    def write(drafts: list[EntryDraft]) -> list[Any]:
+    def write(drafts: list[EntryDraft], sealed: list[Any] | None = None) -> list[Any]:
         names = [d.body["name"] for d in drafts]
         if names == ["a"]:
             entered.set()
@@ -697,6 +736,70 @@ def test_an_appender_interrupted_within_a_batch_does_not_stop_the_others_waking(
     assert outcomes == {"a": [1], "b": [2], "c": "interrupted", "d": [4]}
     group.close()
     assert group.statistics() == GroupCommitStatistics(2, 4, 3, 0, 0)
+
+
+class _FlakyStore:
+    """A ``Store`` over a list that, by a seeded coin, fails a write (storing nothing) or
+    finds that another process appended first, as a shared database would show it."""
+
+    def __init__(self, seed: int) -> None:
+        self.stored: list[Entry] = []
+        self.coin = random.Random(seed)
+
+    def _head(self) -> tuple[int, str]:
+        return (self.stored[-1].seq, self.stored[-1].hash) if self.stored else (0, GENESIS_HASH)
+
+    def write(self, drafts: list[EntryDraft], sealed: list[Entry] | None) -> list[Entry]:
+        roll = self.coin.random()
+        if roll < 0.1:
+            raise OSError("disk unplugged")
+        if roll < 0.2:
+            self.stored.extend(seal_all([draft(body={"foreign": True})], *self._head()))
+        if sealed is not None and (sealed[0].seq - 1, sealed[0].prev_hash) == self._head():
+            entries = sealed
+        else:
+            entries = seal_all(drafts, *self._head())
+        assert [entry.body for entry in entries] == [d.body for d in drafts]
+        self.stored.extend(entries)
+        return entries
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_entries_sealed_ahead_are_stored_only_after_the_head_they_follow(seed: int) -> None:
+    # 8 threads append through failed writes and a head moved by another process: whatever
+    # was sealed ahead, the stored chain is one gapless, linked sequence, each caller's
+    # entries are stored exactly as answered, and a failed caller's are not stored at all.
+    store = _FlakyStore(seed)
+    group = GroupCommit(store.write, name="test")
+    answered: list[Entry] = []
+    failed: list[dict[str, int]] = []
+    lock = threading.Lock()
+
+    def appender(thread: int) -> None:
+        for n in range(40):
+            body = {"thread": thread, "n": n}
+            try:
+                entries = group.submit([draft(body=body), draft(body={**body, "second": 1})])
+            except LedgerError:
+                with lock:
+                    failed.append(body)
+            else:
+                with lock:
+                    answered.extend(entries)
+
+    threads = [threading.Thread(target=appender, args=(thread,)) for thread in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    group.close()
+    chain = store.stored
+    assert [entry.seq for entry in chain] == list(range(1, len(chain) + 1))
+    assert [entry.prev_hash for entry in chain] == [GENESIS_HASH] + [e.hash for e in chain[:-1]]
+    assert sorted(answered, key=lambda e: e.seq) == [e for e in chain if "foreign" not in e.body]
+    assert not any(entry.body in failed for entry in chain)
+    assert len(answered) + 2 * len(failed) == 8 * 40 * 2
+    assert failed and any("foreign" in entry.body for entry in chain)  # both paths were taken
 
 
 def _wait_until(condition: Any) -> None:

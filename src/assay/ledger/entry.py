@@ -229,11 +229,16 @@ class Entry:
     hash: str
     canonical: bytes = field(repr=False, compare=False)
     """The RFC 8785 JSON of the whole entry, hash included: what the Merkle leaf covers."""
+    _leaf: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def leaf_hash(self) -> bytes:
-        """This entry's Merkle leaf hash."""
-        return leaf_hash(self.canonical)
+        """This entry's Merkle leaf hash (computed once)."""
+        leaf = self._leaf
+        if leaf is None:
+            leaf = leaf_hash(self.canonical)
+            object.__setattr__(self, "_leaf", leaf)
+        return leaf
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as a JSON object (the ``canonical`` bytes are its RFC 8785 form)."""

@@ -1,12 +1,20 @@
 """Group commit: many appenders, one writer at a time, one transaction and one sync per batch.
 
-Every ``submit`` puts its drafts on a queue. If no one is writing, the caller becomes the
-writer: it takes everything waiting, hands it to the backend's ``write`` as one batch (one
-transaction, one durable commit) and wakes each caller in the batch with its own entries.
-Callers that arrive while a commit is syncing queue up behind it; when the commit is done,
-the writer hands the role to the first of them, which commits the whole queue at once. So
-under load one sync serves every entry that arrived during the last one, and with no load
-an append is written by its own thread, with no hand-off to another thread and back.
+An append that finds no one writing and nothing queued is written by its own thread, at
+once, with no hand-off to another thread and back. One that arrives while a batch is being
+written is queued, and a writer thread of the group's own commits everything queued as one
+batch (one transaction, one durable commit) as soon as the batch before is done, then the
+next, for as long as there is a queue. So under load one sync serves every entry that
+arrived during the last one, and the writer goes from one commit to the next without
+waiting to be scheduled: a role handed from caller to caller would wait, each time, for the
+new holder to be woken and to get the GIL, with the disk idle meanwhile.
+
+Entries are sealed (given their seq and hash) as they are submitted, by the appender's own
+thread, after the last entry sealed before them: the writer's part between two syncs is
+then only the insert. Sealing ahead is a guess that what is queued will be stored in order
+after the head this process last stored; when a write fails, or another process moved the
+head, the guess is dropped and the writer seals the next batch itself, after the head it
+knows (or the store reads it, inside its transaction, when none is known).
 
 The callers of a committed batch are woken one after another, each by the one before it,
 rather than all at once by the writer: a thread woken while many others also wait for the
@@ -24,7 +32,16 @@ from dataclasses import dataclass
 
 from assay.errors import LedgerError
 from assay.ledger.backend import LedgerBackend
-from assay.ledger.entry import Entry, EntryDraft
+from assay.ledger.entry import Entry, EntryDraft, seal_all
+
+Head = tuple[int, str]
+"""An entry's ``(seq, hash)``: what the next entry is sealed after."""
+
+Store = Callable[[list[EntryDraft], list[Entry] | None], list[Entry]]
+"""A backend's write: store ``drafts`` as one durable transaction and return their entries.
+Given ``sealed`` (the drafts sealed after the head the group believes stored), store those
+if they follow the stored head; otherwise, or given ``None``, seal the drafts after the
+head read inside the transaction. Raise, storing nothing, if it cannot."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +72,8 @@ class _Wake:
         return self._flag
 
     def set(self) -> None:
-        # Called with the group's lock held (handing on the role), or once per request by
-        # the chain that wakes a committed batch, never twice at once; the flag makes a
-        # second call harmless.
+        # Called once per request, by the writer or by the chain that wakes a committed
+        # batch, never twice at once; the flag makes a second call harmless.
         if not self._flag:
             self._flag = True
             self._lock.release()
@@ -69,11 +85,21 @@ class _Wake:
 
 
 class _Request:
-    __slots__ = ("abandoned", "drafts", "entries", "error", "finished", "following", "wake")
+    __slots__ = (
+        "abandoned",
+        "drafts",
+        "entries",
+        "error",
+        "finished",
+        "following",
+        "sealed",
+        "wake",
+    )
 
     def __init__(self, drafts: list[EntryDraft]) -> None:
         self.drafts = drafts
-        self.wake: _Wake | threading.Event = _Wake()  # set when written, or given the role
+        self.sealed: list[Entry] | None = None  # sealed ahead, as submitted
+        self.wake: _Wake | threading.Event = _Wake()  # set once its batch is written
         self.finished = False
         self.abandoned = False  # its caller stopped waiting while its batch was written
         self.entries: list[Entry] = []
@@ -83,19 +109,24 @@ class _Request:
 
 
 class GroupCommit:
-    """Serializes appends into batches, each written by one caller on behalf of all in it.
+    """Serializes appends into batches, each written by one thread on behalf of all in it.
 
-    ``write(drafts)`` is called by one thread at a time: it must seal and store the drafts
-    in one transaction and return once that is durable, or raise and store nothing.
+    ``write`` (a ``Store``) is called by one thread at a time and returns once the batch is
+    durable.
     """
 
-    def __init__(self, write: Callable[[list[EntryDraft]], list[Entry]], *, name: str) -> None:
+    def __init__(self, write: Store, *, name: str) -> None:
         self._write = write
+        self._head: Head | None = None  # the last entry stored, once a write has told it
+        self._tail: Head | None = None  # the last entry sealed ahead; None: seal none ahead
         self._name = name
         self._lock = threading.Lock()
-        self._idle = threading.Condition(self._lock)
+        self._has_work = threading.Condition(self._lock)  # the writer thread waits on it
+        self._idle = threading.Condition(self._lock)  # close waits on it
         self._queue: list[_Request] = []
-        self._writing_now = False
+        self._busy = False  # a batch is being written, by a caller or the writer thread
+        self._writer: threading.Thread | None = None  # started by the first queued request
+        self._writer_waiting = False
         self._closed = False
         self._batches = 0
         self._entries = 0
@@ -111,26 +142,48 @@ class GroupCommit:
                 raise LedgerError(
                     f"the ledger {self._name} is closed; open it again to append", url=self._name
                 )
-            self._queue.append(request)
-            lead = not self._writing_now
-            self._writing_now = True
-        if not lead:
+            alone = not self._busy and not self._queue
+            # Alone, the entry follows the stored head; queued, the last entry sealed ahead.
+            follows = self._head if alone else self._tail
+            ahead = None
+            if follows is not None and request.drafts:
+                ahead = seal_all(request.drafts, *follows)
+                request.sealed = ahead
+                self._tail = (ahead[-1].seq, ahead[-1].hash)
+            if alone:
+                self._busy = True
+                self._writing = len(request.drafts)
+            else:
+                self._queue.append(request)
+                if self._writer is None:
+                    self._writer = threading.Thread(
+                        target=self._run, name=f"assay ledger writer {self._name}", daemon=True
+                    )
+                    self._writer.start()
+                elif self._writer_waiting and not self._busy:
+                    self._has_work.notify()
+        for entry in ahead or ():
+            entry.leaf_hash  # noqa: B018  (computed here, outside the lock, not by the writer)
+        if alone:
+            sealed = request.sealed
+            try:
+                self._commit([request], sealed)
+            finally:
+                self._done_writing(request.entries if request.error is None else None, sealed)
+        else:
             try:
                 request.wake.wait()
-                if request.finished:
-                    _wake_next(request.following)
+                _wake_next(request.following)
             except BaseException:
                 self._abandon(request)
                 raise
-        if not request.finished:
-            self._lead(request)
         if request.error is not None:
             raise request.error
         return request.entries
 
     def add_listener(self, listener: Callable[[list[Entry]], None]) -> None:
         """Call ``listener`` with every committed batch's entries, in commit order, before any
-        caller in the batch is answered. It runs in the writer's thread and must not block."""
+        caller in the batch is answered. It runs in the writing thread and must not block."""
         with self._lock:
             self._listeners.append(listener)
 
@@ -149,38 +202,84 @@ class GroupCommit:
         """Refuse new appends and wait for every batch already submitted; safe to call twice."""
         with self._lock:
             self._closed = True
-            while self._writing_now:
+            self._has_work.notify()
+            while self._busy or self._queue:
                 self._idle.wait()
+            writer = self._writer
+        if writer is not None and writer is not threading.current_thread():
+            writer.join()
 
-    def _lead(self, own: _Request) -> None:
-        """Write everything queued (``own`` request among it) as one batch, then pass the
-        writer's role on."""
-        with self._lock:
-            batch, self._queue = self._queue, []
-            self._writing = sum(len(request.drafts) for request in batch)
-        try:
-            self._commit(batch, own)
-        finally:
+    def _run(self) -> None:
+        """The writer thread: commit what is queued, batch after batch, until closed."""
+        while True:
             with self._lock:
-                self._writing = 0
-                self._pass_on()
+                while self._busy or not self._queue:
+                    if self._closed and not self._busy:
+                        return
+                    self._writer_waiting = True
+                    self._has_work.wait()
+                    self._writer_waiting = False
+                batch, self._queue = self._queue, []
+                self._busy = True
+                self._writing = sum(len(request.drafts) for request in batch)
+                sealed = self._sealed(batch)
+            entries: list[Entry] | None = None
+            try:
+                self._commit(batch, sealed)
+                if batch[0].error is None:
+                    entries = [entry for request in batch for entry in request.entries]
+            finally:
+                self._done_writing(entries, sealed)
 
-    def _pass_on(self) -> None:
-        """Hand the writer's role to the first caller still waiting, if any (lock held)."""
-        if self._queue:
-            self._queue[0].wake.set()
+    def _sealed(self, batch: list[_Request]) -> list[Entry] | None:
+        """``batch`` sealed after the stored head: as sealed ahead when each request follows
+        on from the one before, else sealed again here; ``None`` when no head is known
+        (lock held; the queue is empty, so the tail becomes the batch's last entry)."""
+        head = self._head
+        if head is None:
+            self._tail = None
+            return None
+        follows = head
+        for request in batch:
+            sealed = request.sealed
+            if sealed is None or (sealed[0].seq - 1, sealed[0].prev_hash) != follows:
+                break
+            follows = (sealed[-1].seq, sealed[-1].hash)
         else:
-            self._writing_now = False
-            self._idle.notify_all()
+            return [entry for request in batch for entry in request.sealed or ()]
+        entries = seal_all([draft for request in batch for draft in request.drafts], *head)
+        self._tail = (entries[-1].seq, entries[-1].hash)
+        return entries
+
+    def _done_writing(self, stored: list[Entry] | None, sealed: list[Entry] | None) -> None:
+        """The batch sealed as ``sealed`` is done: ``stored`` as these entries, or not at all
+        (``None``). What is sealed ahead stays good only if it was stored as sealed."""
+        with self._lock:
+            self._busy = False
+            self._writing = 0
+            if stored is None:
+                self._head = self._tail = None  # nothing is known of the head any more
+            else:
+                self._head = (stored[-1].seq, stored[-1].hash)
+                if sealed is None or stored[-1].hash != sealed[-1].hash:
+                    # The store sealed the batch itself: what is queued was sealed after a
+                    # head that is not the stored one, and the writer seals it again.
+                    self._tail = None if self._queue else self._head
+            if self._queue:
+                self._has_work.notify()  # a no-op when the writer thread itself calls it
+            else:
+                self._idle.notify_all()
+                if self._closed:
+                    self._has_work.notify()  # let the writer thread see it and end
 
     def _abandon(self, request: _Request) -> None:
-        """The caller stopped waiting (an interrupt): never strand the role, its drafts, or
-        the callers of its batch still to be woken."""
+        """The caller stopped waiting (an interrupt): never strand its drafts, or the callers
+        of its batch still to be woken."""
         with self._lock:
             if request in self._queue:
-                self._queue.remove(request)
-                if request.wake.is_set() and not request.finished:
-                    self._pass_on()
+                self._queue.remove(request)  # not written, and now it never will be
+                if not self._queue and not self._busy:
+                    self._idle.notify_all()
                 return
             if not request.finished:
                 request.abandoned = True  # its batch, being written, will not wait for it
@@ -189,10 +288,10 @@ class GroupCommit:
         # chain needs (it had already woken the next) only wakes a finished caller sooner.
         _wake_next(request.following)
 
-    def _commit(self, batch: list[_Request], own: _Request) -> None:
+    def _commit(self, batch: list[_Request], sealed: list[Entry] | None) -> None:
         drafts = [draft for request in batch for draft in request.drafts]
         try:
-            entries = self._write(drafts)
+            entries = self._write(drafts, sealed)
         except BaseException as exc:  # every caller in the batch must wake, whatever happened
             for request in batch:
                 request.error = _wrap(exc, self._name)
@@ -211,8 +310,12 @@ class GroupCommit:
                 # acknowledgement into an error (the ledger catches up by reading).
                 with contextlib.suppress(Exception):
                     listener(entries)
+        if len(batch) == 1:
+            batch[0].finished = True
+            batch[0].wake.set()  # an appender writing its own entry waits on nothing
+            return
         with self._lock:
-            following = deque(r for r in batch if r is not own and not r.abandoned)
+            following = deque(r for r in batch if not r.abandoned)
             for request in batch:
                 request.finished = True
                 request.following = following

@@ -175,7 +175,6 @@ class PostgresBackend(GroupCommittedBackend):
             raise
         self._writer: psycopg.Connection[Any] | None = None
         # The last (seq, hash) this writer committed, or None to read it under the lock.
-        self._head: tuple[int, str] | None = None
         self._insert_query = sql.SQL(
             "INSERT INTO {} (" + _ROW_COLUMNS + ") VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
         ).format(self._entries)
@@ -318,34 +317,30 @@ class PostgresBackend(GroupCommittedBackend):
             self._writer.execute("SET synchronous_commit = on")
         return self._writer
 
-    def _write(self, drafts: list[EntryDraft]) -> list[Entry]:
+    def _write(self, drafts: list[EntryDraft], sealed: list[Entry] | None) -> list[Entry]:
         with self._write_lock:
             try:
                 connection = self._connection()
-                if self._head is not None:
-                    entries = seal_all(drafts, *self._head)
+                if sealed is not None:
                     try:
-                        # Sealed after the head this writer last committed, and sent with the
+                        # Sealed after the head this process last stored, and sent with the
                         # lock, the insert and the commit in one pipeline: one round trip.
                         # The trigger refuses it whole if another writer moved the head.
                         with connection.pipeline(), connection.transaction():
-                            self._insert(connection, entries)
+                            self._insert(connection, sealed)
                     except psycopg.errors.RaiseException as exc:
                         if _OUT_OF_ORDER not in str(exc):
                             raise
                     else:
-                        self._head = (entries[-1].seq, entries[-1].hash)
-                        return entries
-                self._head = None
+                        return sealed
                 with connection.transaction():
                     connection.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
                     head = connection.execute(self._head_query).fetchone()
                     entries = seal_all(drafts, *(head or (0, GENESIS_HASH)))
                     self._insert(connection, entries, locked=True)
             except psycopg.Error as exc:
-                self._head = None  # the commit may or may not have happened
+                # The commit may or may not have happened: the group forgets the head.
                 self._fail("cannot append to", exc)
-            self._head = (entries[-1].seq, entries[-1].hash)
         return entries
 
     def _insert(

@@ -167,8 +167,6 @@ class SQLiteBackend(GroupCommittedBackend):
             self._reader = self._open_existing()
         self._reader.text_factory = _text
         self._writer: sqlite3.Connection | None = None  # opened by the first append
-        # The last (seq, hash) this writer committed, or None to read it in a transaction.
-        self._head: tuple[int, str] | None = None
         self._group = GroupCommit(self._write, name=self._url)
 
     @property
@@ -343,32 +341,29 @@ class SQLiteBackend(GroupCommittedBackend):
             raise
         return connection
 
-    def _write(self, drafts: list[EntryDraft]) -> list[Entry]:
+    def _write(self, drafts: list[EntryDraft], sealed: list[Entry] | None) -> list[Entry]:
         if self._writer is None:
             try:
                 self._writer = self._connect()
             except sqlite3.Error as exc:
                 raise self._error("cannot write to", exc) from exc
-        if self._head is not None and len(drafts) <= _ONE_STATEMENT_ROWS:
-            entries = seal_all(drafts, *self._head)
+        if sealed is not None and len(sealed) <= _ONE_STATEMENT_ROWS:
             try:
                 # One statement in autocommit: its own transaction, durable (synchronous=FULL)
                 # when it returns, with one release of the GIL instead of one per row. The
                 # trigger refuses it, storing nothing, if another process moved the head.
-                self._writer.execute(_insert_rows(len(entries)), _row_values(entries))
+                self._writer.execute(_insert_rows(len(sealed)), _row_values(sealed))
             except sqlite3.IntegrityError as exc:
                 if not any(sign in str(exc) for sign in _HEAD_MOVED):
                     raise
             else:
-                self._head = (entries[-1].seq, entries[-1].hash)
-                return entries
+                return sealed
         return self._write_locked(drafts)
 
     def _write_locked(self, drafts: list[EntryDraft]) -> list[Entry]:
         """Read the head inside the write transaction, then seal and insert after it."""
         connection = self._writer
         assert connection is not None  # opened by _write
-        self._head = None
         try:
             connection.execute("BEGIN IMMEDIATE")
             head = connection.execute(_HEAD).fetchone()
@@ -379,7 +374,6 @@ class SQLiteBackend(GroupCommittedBackend):
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
             raise
-        self._head = (entries[-1].seq, entries[-1].hash)
         return entries
 
     def _fetch(self, sql: str, parameters: Sequence[Any]) -> list[Any]:
