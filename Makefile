@@ -3,6 +3,7 @@
 UV_VERSION := 0.13.8
 UV := .tools/bin/uv
 export UV_PYTHON_DOWNLOADS := never
+OPENSSL_HEADER := /usr/include/openssl/evp.h
 
 .PHONY: setup test demo bench lint clean
 
@@ -12,9 +13,16 @@ $(UV):
 	python3 -m venv .tools
 	.tools/bin/pip install --quiet uv==$(UV_VERSION)
 
-.venv/.synced: pyproject.toml setup.py uv.lock $(UV) $(wildcard src/assay/*/*.c)
+.venv/.synced: pyproject.toml setup.py uv.lock $(UV) $(wildcard src/assay/*/*.c) $(OPENSSL_HEADER)
 	$(UV) sync --frozen
 	touch $@
+
+# The compiled modules (setup.py) build with gcc against the Python headers and, for
+# src/assay/ledger/_seal.c, OpenSSL's: Debian's libssl-dev, installed when missing.
+$(OPENSSL_HEADER):
+	sudo=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
+	$$sudo apt-get update && \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libssl-dev
 
 lint: setup
 	.venv/bin/ruff check src tests bench

@@ -1,6 +1,8 @@
-"""The one compiled module, which pyproject.toml cannot declare in a stable form: RFC 8785
-canonicalization of plain JSON, in C, since every ledger entry's body goes through it
-(src/assay/ledger/canonical.py says what it does, docs/ledger.md gives the figures)."""
+"""The compiled modules, which pyproject.toml cannot declare in a stable form. Every ledger
+entry goes through both, under the GIL: RFC 8785 canonicalization of its body
+(src/assay/ledger/_canonical.c), and its sealing and Merkle hashing with OpenSSL's SHA-256
+(src/assay/ledger/_seal.c, linked to the libcrypto Python's hashlib uses). docs/ledger.md
+gives the figures."""
 
 from setuptools import Extension, setup
 
@@ -10,6 +12,12 @@ setup(
             "assay.ledger._canonical",
             sources=["src/assay/ledger/_canonical.c"],
             extra_compile_args=["-std=c11", "-Wall", "-Wextra"],
-        )
+        ),
+        Extension(
+            "assay.ledger._seal",
+            sources=["src/assay/ledger/_seal.c"],
+            libraries=["crypto"],
+            extra_compile_args=["-std=c11", "-Wall", "-Wextra"],
+        ),
     ]
 )

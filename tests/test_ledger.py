@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import hashlib
 import io
@@ -41,6 +42,7 @@ from assay.ledger import (
     MemoryBackend,
     SigningKey,
     SQLiteBackend,
+    _seal,
     export_jsonl,
     group_commit,
     open_backend,
@@ -92,6 +94,39 @@ def test_a_sealed_entry_is_its_rfc8785_form_and_parses_back(
     assert entry.hash == hashlib.sha256(rfc8785.dumps(without_hash)).hexdigest()
     assert parse_entry(entry.canonical, seq) == entry
     assert entry.leaf_hash == leaf_hash(entry.canonical)
+
+
+def test_an_entry_sealed_in_c_is_the_frozen_entry_python_would_make() -> None:
+    made = seal_all([draft(body={"n": 1}), draft(body={"n": 2})], 7, "cd" * 32)
+    second = made[1]
+    by_hand = Entry(
+        seq=9,
+        timestamp=second.timestamp,
+        kind=second.kind,
+        session=second.session,
+        run=second.run,
+        transition=second.transition,
+        body={"n": 2},
+        prev_hash=made[0].hash,
+        hash=second.hash,
+        canonical=second.canonical,
+    )
+    assert second == by_hand and repr(second) == repr(by_hand)
+    assert (made[0].seq, made[0].prev_hash) == (8, "cd" * 32)
+    assert second.leaf_hash == by_hand.leaf_hash == leaf_hash(second.canonical)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        second.seq = 1  # type: ignore[misc]
+
+
+def test_node_hashes_take_whole_pairs_within_the_level() -> None:
+    level = bytes(range(128))
+    assert _seal.node_hashes(level, 0, 128) == b"".join(
+        hashlib.sha256(b"\x01" + level[at : at + 64]).digest() for at in (0, 64)
+    )
+    assert _seal.node_hashes(bytearray(level), 64, 64) == b""
+    for start, stop in ((0, 63), (64, 192), (-64, 0), (64, 0)):
+        with pytest.raises(ValueError, match="whole 64-byte pairs within the level"):
+            _seal.node_hashes(level, start, stop)
 
 
 @pytest.mark.parametrize(

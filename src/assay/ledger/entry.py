@@ -19,6 +19,7 @@ from typing import Any, Final
 from assay.clock import Clock, SystemClock
 from assay.errors import LedgerEntryError, LedgerIntegrityError
 from assay.expr.path import json_type_name
+from assay.ledger import _seal
 from assay.ledger.canonical import canonical_copy, canonical_json, loads
 from assay.ledger.merkle import leaf_hash
 
@@ -247,37 +248,20 @@ class Entry:
 
 def seal(draft: EntryDraft, seq: int, prev_hash: str) -> Entry:
     """Give ``draft`` its place after the entry whose hash is ``prev_hash``."""
-    tail = b',"kind":"%s","prev_hash":"%s","run":%s,"seq":%d%s' % (
-        draft.kind.encode(),
-        prev_hash.encode(),
-        draft._run,
-        seq,
-        draft._rest,
-    )
-    digest = hashlib.sha256(draft._head + tail).hexdigest()
-    canonical = b'%s,"hash":"%s"%s' % (draft._head, digest.encode(), tail)
-    return Entry(
-        seq,
-        draft.timestamp,
-        draft.kind,
-        draft.session,
-        draft.run,
-        draft.transition,
-        draft.body,
-        prev_hash,
-        digest,
-        canonical,
-    )
+    (entry,) = seal_all([draft], seq - 1, prev_hash)
+    return entry
 
 
 def seal_all(drafts: list[EntryDraft], head_seq: int, head_hash: str) -> list[Entry]:
-    """Seal ``drafts`` in order after the head ``(head_seq, head_hash)``."""
-    entries: list[Entry] = []
-    for offset, draft in enumerate(drafts, start=1):
-        entry = seal(draft, head_seq + offset, head_hash)
-        entries.append(entry)
-        head_hash = entry.hash
-    return entries
+    """Seal ``drafts`` in order after the head ``(head_seq, head_hash)``.
+
+    The hash is the SHA-256 of the entry's canonical JSON without its ``hash`` member, built
+    from the draft's pieces: ``_head`` (``{"body":...``), then ``,"kind":"K","prev_hash":"P",
+    "run":R,"seq":N`` and ``_rest``; the canonical form puts ``,"hash":"H"`` after ``_head``.
+    Done in C (``_seal``), which also computes each Merkle leaf hash; ``parse_entry``
+    recomputes both with hashlib.
+    """
+    return _seal.seal_all(Entry, list(drafts), head_seq, head_hash)
 
 
 VERIFY_THE_LEDGER: Final = (
