@@ -13,6 +13,7 @@ import random
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -51,7 +52,10 @@ from assay.ledger import (
     verify_ledger,
 )
 from assay.ledger.entry import (
+    DRAFTED_KINDS,
     Entry,
+    EntryKind,
+    draft_now,
     entry_from_canonical,
     format_timestamp,
     parse_entry,
@@ -116,6 +120,47 @@ def test_an_entry_sealed_in_c_is_the_frozen_entry_python_would_make() -> None:
     assert second.leaf_hash == by_hand.leaf_hash == leaf_hash(second.canonical)
     with pytest.raises(dataclasses.FrozenInstanceError):
         second.seq = 1  # type: ignore[misc]
+
+
+drafted_kinds = st.sampled_from(sorted(DRAFTED_KINDS)) | st.sampled_from(list(EntryKind))
+plain_or_not = json_values | st.tuples(json_values) | st.builds(OrderedDict, st.just({"a": 1}))
+
+
+@given(
+    kind=drafted_kinds | st.just("checkpoint") | st.just("nope"),
+    body=plain_or_not,
+    session=ids | st.integers(),
+    run=ids,
+    transition=ids | st.just("lone \ud800"),
+)
+def test_a_draft_made_in_c_is_the_draft_the_dataclass_makes(
+    kind: str, body: Any, session: str | None, run: str | None, transition: str | None
+) -> None:
+    clock = VirtualClock(wall_start=START)
+    expected_timestamp = format_timestamp(START)
+    try:
+        expected = EntryDraft(kind, expected_timestamp, body, session, run, transition)
+    except LedgerEntryError as refusal:
+        with pytest.raises(LedgerEntryError) as raised:
+            draft_now(clock, kind, body, session, run, transition)
+        assert str(raised.value) == str(refusal)
+        return
+    made = draft_now(clock, kind, body, session, run, transition)
+    assert made == expected and type(made.kind) is str
+    assert (made._head, made._run, made._rest) == (expected._head, expected._run, expected._rest)
+    assert seal(made, 3, "ab" * 32) == seal(expected, 3, "ab" * 32)
+    if isinstance(body, dict | list):
+        assert made.body is not body  # a copy, never the caller's value
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.kind = "fire"  # type: ignore[misc]
+
+
+def test_a_body_nested_too_deeply_for_either_draft_is_refused_with_its_reason() -> None:
+    deep: list[Any] = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(LedgerEntryError, match="body cannot be written as RFC 8785 JSON: it nests"):
+        draft_now(VirtualClock(wall_start=START), "fire", {"deep": deep})
 
 
 def test_node_hashes_take_whole_pairs_within_the_level() -> None:

@@ -589,14 +589,28 @@ write_value(Buffer *buffer, PyObject *value, PyObject **copy)
     return write_scalar(buffer, value, copy);
 }
 
+static void
+start_buffer(Buffer *buffer)
+{
+    buffer->data = buffer->stack;
+    buffer->length = 0;
+    buffer->capacity = STACK_BYTES;
+    buffer->on_heap = 0;
+}
+
+static void
+free_buffer(Buffer *buffer)
+{
+    if (buffer->on_heap) {
+        PyMem_Free(buffer->data);
+    }
+}
+
 static PyObject *
 encode(PyObject *value, int with_copy)
 {
     Buffer buffer;
-    buffer.data = buffer.stack;
-    buffer.length = 0;
-    buffer.capacity = STACK_BYTES;
-    buffer.on_heap = 0;
+    start_buffer(&buffer);
     PyObject *copy = NULL;
     PyObject *answer = NULL;
     int written = write_value(&buffer, value, with_copy ? &copy : NULL);
@@ -614,9 +628,7 @@ encode(PyObject *value, int with_copy)
         }
     }
     Py_XDECREF(copy);
-    if (buffer.on_heap) {
-        PyMem_Free(buffer.data);
-    }
+    free_buffer(&buffer);
     return answer;
 }
 
@@ -634,7 +646,150 @@ canonical(PyObject *module, PyObject *value)
     return encode(value, 0);
 }
 
+/* The field names a draft is made with, interned once. */
+static PyObject *name_kind, *name_timestamp, *name_body, *name_session, *name_run,
+    *name_transition, *name_head, *name_run_json, *name_rest;
+
+/* An id field (session, run, transition) as JSON: null, or a plain string. */
+static int
+write_id(Buffer *buffer, PyObject *value)
+{
+    if (value == Py_None) {
+        return put(buffer, "null", 4);
+    }
+    return write_string(buffer, value);
+}
+
+/* stamped_draft(draft_type, kind, timestamp, body, session, run, transition): the draft
+ * EntryDraft(kind, timestamp, body, session, run, transition) would be, made without
+ * running its __init__: every field set, body replaced by its plain copy, and the pieces of
+ * the sealed entry's canonical JSON (_head, _run, _rest) written as entry.py's __post_init__
+ * writes them. kind must already be known to be a drafted kind and timestamp text that
+ * entry.stamp wrote: neither is checked here. None when anything is not plain (a str
+ * subclass, an id that is not a string or None, a body that is not plain JSON, one nested
+ * too deeply): EntryDraft then checks it and words what is wrong. */
+static PyObject *
+stamped_draft(PyObject *module, PyObject *const *args, Py_ssize_t count)
+{
+    (void)module;
+    if (count != 7 || !PyType_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "stamped_draft(draft_type, kind, timestamp, body, session, run, "
+                        "transition) takes a type and 6 values");
+        return NULL;
+    }
+    PyTypeObject *draft_type = (PyTypeObject *)args[0];
+    PyObject *kind = args[1], *timestamp = args[2], *body = args[3];
+    PyObject *const *ids = args + 4; /* session, run, transition */
+    if (!PyUnicode_CheckExact(kind) || !PyUnicode_CheckExact(timestamp) ||
+        !PyUnicode_IS_ASCII(timestamp)) {
+        Py_RETURN_NONE;
+    }
+    Buffer head, run, rest;
+    start_buffer(&head);
+    start_buffer(&run);
+    start_buffer(&rest);
+    PyObject *copy = NULL, *head_bytes = NULL, *run_bytes = NULL, *rest_bytes = NULL;
+    PyObject *draft = NULL, *answer = NULL;
+    int written = put(&head, "{\"body\":", 8);
+    if (written == DONE) {
+        written = write_value(&head, body, &copy);
+    }
+    if (written == DONE) {
+        written = write_id(&run, ids[1]);
+    }
+    if (written == DONE) {
+        written = put(&rest, ",\"session\":", 11);
+    }
+    if (written == DONE) {
+        written = write_id(&rest, ids[0]);
+    }
+    if (written == DONE) {
+        written = put(&rest, ",\"timestamp\":", 13);
+    }
+    if (written == DONE) {
+        written = write_string(&rest, timestamp);
+    }
+    if (written == DONE) {
+        written = put(&rest, ",\"transition\":", 14);
+    }
+    if (written == DONE) {
+        written = write_id(&rest, ids[2]);
+    }
+    if (written == DONE) {
+        written = put_char(&rest, '}');
+    }
+    if (written == FAILED && PyErr_ExceptionMatches(PyExc_RecursionError)) {
+        PyErr_Clear(); /* EntryDraft words it */
+        written = NOT_PLAIN;
+    }
+    if (written == NOT_PLAIN) {
+        answer = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (written == FAILED) {
+        goto done;
+    }
+    head_bytes = PyBytes_FromStringAndSize(head.data, head.length);
+    run_bytes = PyBytes_FromStringAndSize(run.data, run.length);
+    rest_bytes = PyBytes_FromStringAndSize(rest.data, rest.length);
+    if (head_bytes == NULL || run_bytes == NULL || rest_bytes == NULL) {
+        goto done;
+    }
+    draft = draft_type->tp_alloc(draft_type, 0);
+    if (draft == NULL) {
+        goto done;
+    }
+    PyObject *const names[] = {name_kind,       name_timestamp, name_body,
+                               name_session,    name_run,       name_transition,
+                               name_head,       name_run_json,  name_rest};
+    PyObject *const values[] = {kind,    timestamp,  copy,      ids[0],   ids[1],
+                                ids[2],  head_bytes, run_bytes, rest_bytes};
+    for (size_t at = 0; at < sizeof(names) / sizeof(names[0]); at++) {
+        /* The generic setter, not the class's: a draft is frozen once made. */
+        if (PyObject_GenericSetAttr(draft, names[at], values[at]) < 0) {
+            goto done;
+        }
+    }
+    answer = Py_NewRef(draft);
+done:
+    free_buffer(&head);
+    free_buffer(&run);
+    free_buffer(&rest);
+    Py_XDECREF(copy);
+    Py_XDECREF(head_bytes);
+    Py_XDECREF(run_bytes);
+    Py_XDECREF(rest_bytes);
+    Py_XDECREF(draft);
+    return answer;
+}
+
+static int
+intern_names(void)
+{
+    struct {
+        PyObject **slot;
+        const char *text;
+    } names[] = {
+        {&name_kind, "kind"},       {&name_timestamp, "timestamp"},
+        {&name_body, "body"},       {&name_session, "session"},
+        {&name_run, "run"},         {&name_transition, "transition"},
+        {&name_head, "_head"},      {&name_run_json, "_run"},
+        {&name_rest, "_rest"},
+    };
+    for (size_t at = 0; at < sizeof(names) / sizeof(names[0]); at++) {
+        *names[at].slot = PyUnicode_InternFromString(names[at].text);
+        if (*names[at].slot == NULL) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static PyMethodDef methods[] = {
+    {"stamped_draft", (PyCFunction)(void (*)(void))stamped_draft, METH_FASTCALL,
+     "stamped_draft(draft_type, kind, timestamp, body, session, run, transition, /)\n--\n\n"
+     "The EntryDraft of plain fields, made in C, else None (see entry.draft_now)."},
     {"canonical_copy", canonical_copy, METH_O,
      "canonical_copy(value, /)\n--\n\n"
      "(RFC 8785 text, the plain copy it reads back as) of plain JSON, else None."},
@@ -660,5 +815,8 @@ PyMODINIT_FUNC
 PyInit__canonical(void)
 {
     fill_escapes();
+    if (intern_names() < 0) {
+        return NULL;
+    }
     return PyModule_Create(&module_definition);
 }

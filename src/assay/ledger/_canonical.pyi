@@ -7,3 +7,15 @@ def canonical_copy(value: Any, /) -> tuple[bytes, Any] | None:
 
 def canonical(value: Any, /) -> bytes | None:
     """The RFC 8785 text of plain JSON, else None."""
+
+def stamped_draft(
+    draft_type: type[Any],
+    kind: str,
+    timestamp: str,
+    body: Any,
+    session: str | None,
+    run: str | None,
+    transition: str | None,
+    /,
+) -> Any:
+    """The draft of plain fields, made without its __init__, else None (entry.draft_now)."""

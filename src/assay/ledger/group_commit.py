@@ -145,9 +145,8 @@ class GroupCommit:
             alone = not self._busy and not self._queue
             # Alone, the entry follows the stored head; queued, the last entry sealed ahead.
             follows = self._head if alone else self._tail
-            ahead = None
             if follows is not None and request.drafts:
-                ahead = seal_all(request.drafts, *follows)
+                ahead = seal_all(request.drafts, *follows)  # leaf hashes included
                 request.sealed = ahead
                 self._tail = (ahead[-1].seq, ahead[-1].hash)
             if alone:
@@ -162,8 +161,6 @@ class GroupCommit:
                     self._writer.start()
                 elif self._writer_waiting and not self._busy:
                     self._has_work.notify()
-        for entry in ahead or ():
-            entry.leaf_hash  # noqa: B018  (computed here, outside the lock, not by the writer)
         if alone:
             sealed = request.sealed
             try:

@@ -22,7 +22,7 @@ from assay.clock import SYSTEM_CLOCK, Clock
 from assay.errors import LedgerEntryError, LedgerIntegrityError, WrongTypeError
 from assay.ledger.backend import BATCH, LedgerBackend
 from assay.ledger.checkpoint import Checkpoint, SigningKey
-from assay.ledger.entry import VERIFY_THE_LEDGER, Entry, EntryDraft, stamp
+from assay.ledger.entry import VERIFY_THE_LEDGER, Entry, EntryDraft, draft_now
 from assay.ledger.merkle import MerkleTree, leaf_hash
 from assay.ledger.proof import ConsistencyProof, InclusionProof, TreeHead
 from assay.ledger.soundness import sound_head
@@ -73,13 +73,8 @@ class Ledger:
         run: str | None = None,
     ) -> EntryDraft:
         """The entry ``append`` would store, redacted and stamped, before it has a place."""
-        return EntryDraft(
-            kind=kind,
-            timestamp=stamp(self._clock),
-            body=redact_body(body, self._redaction),
-            session=session,
-            run=run,
-            transition=transition,
+        return draft_now(
+            self._clock, kind, redact_body(body, self._redaction), session, run, transition
         )
 
     def append(
