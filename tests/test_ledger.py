@@ -142,10 +142,10 @@ def test_a_draft_made_in_c_is_the_draft_the_dataclass_makes(
         expected = EntryDraft(kind, expected_timestamp, body, session, run, transition)
     except LedgerEntryError as refusal:
         with pytest.raises(LedgerEntryError) as raised:
-            draft_now(clock, kind, body, session, run, transition)
+            draft_now(clock, kind, body, session=session, run=run, transition=transition)
         assert str(raised.value) == str(refusal)
         return
-    made = draft_now(clock, kind, body, session, run, transition)
+    made = draft_now(clock, kind, body, session=session, run=run, transition=transition)
     assert made == expected and type(made.kind) is str
     assert (made._head, made._run, made._rest) == (expected._head, expected._run, expected._rest)
     assert seal(made, 3, "ab" * 32) == seal(expected, 3, "ab" * 32)

@@ -188,6 +188,7 @@ def draft_now(
     clock: Clock,
     kind: str,
     body: Any,
+    *,
     session: str | None = None,
     run: str | None = None,
     transition: str | None = None,

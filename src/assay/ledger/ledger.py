@@ -74,7 +74,12 @@ class Ledger:
     ) -> EntryDraft:
         """The entry ``append`` would store, redacted and stamped, before it has a place."""
         return draft_now(
-            self._clock, kind, redact_body(body, self._redaction), session, run, transition
+            self._clock,
+            kind,
+            redact_body(body, self._redaction),
+            session=session,
+            run=run,
+            transition=transition,
         )
 
     def append(
