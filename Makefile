@@ -13,7 +13,7 @@ $(UV):
 	python3 -m venv .tools
 	.tools/bin/pip install --quiet uv==$(UV_VERSION)
 
-.venv/.synced: pyproject.toml setup.py uv.lock $(UV) $(wildcard src/assay/*/*.c) $(OPENSSL_HEADER)
+.venv/.synced: pyproject.toml setup.py uv.lock $(UV) $(wildcard src/assay/*/*.c) $(wildcard src/assay/*/*.h) $(OPENSSL_HEADER)
 	$(UV) sync --frozen
 	touch $@
 

@@ -11,11 +11,13 @@ setup(
         Extension(
             "assay.ledger._canonical",
             sources=["src/assay/ledger/_canonical.c"],
+            depends=["src/assay/ledger/_fields.h"],
             extra_compile_args=["-std=c11", "-Wall", "-Wextra"],
         ),
         Extension(
             "assay.ledger._seal",
             sources=["src/assay/ledger/_seal.c"],
+            depends=["src/assay/ledger/_fields.h"],
             libraries=["crypto"],
             extra_compile_args=["-std=c11", "-Wall", "-Wextra"],
         ),

@@ -23,6 +23,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "_fields.h"
+
 #define SAFE_INTEGER 9007199254740991LL /* 2**53 - 1 */
 #define STACK_BYTES 4096
 
@@ -646,10 +648,6 @@ canonical(PyObject *module, PyObject *value)
     return encode(value, 0);
 }
 
-/* The field names a draft is made with, interned once. */
-static PyObject *name_kind, *name_timestamp, *name_body, *name_session, *name_run,
-    *name_transition, *name_head, *name_run_json, *name_rest;
-
 /* An id field (session, run, transition) as JSON: null, or a plain string. */
 static int
 write_id(Buffer *buffer, PyObject *value)
@@ -764,28 +762,6 @@ done:
     return answer;
 }
 
-static int
-intern_names(void)
-{
-    struct {
-        PyObject **slot;
-        const char *text;
-    } names[] = {
-        {&name_kind, "kind"},       {&name_timestamp, "timestamp"},
-        {&name_body, "body"},       {&name_session, "session"},
-        {&name_run, "run"},         {&name_transition, "transition"},
-        {&name_head, "_head"},      {&name_run_json, "_run"},
-        {&name_rest, "_rest"},
-    };
-    for (size_t at = 0; at < sizeof(names) / sizeof(names[0]); at++) {
-        *names[at].slot = PyUnicode_InternFromString(names[at].text);
-        if (*names[at].slot == NULL) {
-            return -1;
-        }
-    }
-    return 0;
-}
-
 static PyMethodDef methods[] = {
     {"stamped_draft", (PyCFunction)(void (*)(void))stamped_draft, METH_FASTCALL,
      "stamped_draft(draft_type, kind, timestamp, body, session, run, transition, /)\n--\n\n"
@@ -815,7 +791,8 @@ PyMODINIT_FUNC
 PyInit__canonical(void)
 {
     fill_escapes();
-    if (intern_names() < 0) {
+    static const FieldName names[] = {DRAFT_FIELD_NAMES};
+    if (intern_field_names(names, sizeof(names) / sizeof(names[0])) < 0) {
         return NULL;
     }
     return PyModule_Create(&module_definition);

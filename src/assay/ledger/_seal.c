@@ -18,6 +18,8 @@
 #include <openssl/evp.h>
 #include <string.h>
 
+#include "_fields.h"
+
 #define DIGEST 32
 
 /* The members around a draft's pieces, in RFC 8785 key order (entry.py's seal). */
@@ -31,10 +33,8 @@
 
 static EVP_MD *sha256 = NULL;
 
-/* The field names read from a draft and set on an entry, interned once. */
-static PyObject *name_kind, *name_timestamp, *name_body, *name_session, *name_run,
-    *name_transition, *name_head, *name_run_json, *name_rest, *name_seq, *name_prev_hash,
-    *name_hash, *name_canonical, *name_leaf;
+/* An entry's own fields, beside the draft's (_fields.h), interned once. */
+static PyObject *name_seq, *name_prev_hash, *name_hash, *name_canonical, *name_leaf;
 
 static int
 digest(const unsigned char *data, size_t length, unsigned char *out)
@@ -301,30 +301,6 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static int
-intern_names(void)
-{
-    struct {
-        PyObject **slot;
-        const char *text;
-    } names[] = {
-        {&name_kind, "kind"},           {&name_timestamp, "timestamp"},
-        {&name_body, "body"},           {&name_session, "session"},
-        {&name_run, "run"},             {&name_transition, "transition"},
-        {&name_head, "_head"},          {&name_run_json, "_run"},
-        {&name_rest, "_rest"},          {&name_seq, "seq"},
-        {&name_prev_hash, "prev_hash"}, {&name_hash, "hash"},
-        {&name_canonical, "canonical"}, {&name_leaf, "_leaf"},
-    };
-    for (size_t at = 0; at < sizeof(names) / sizeof(names[0]); at++) {
-        *names[at].slot = PyUnicode_InternFromString(names[at].text);
-        if (*names[at].slot == NULL) {
-            return -1;
-        }
-    }
-    return 0;
-}
-
 static struct PyModuleDef module_definition = {
     PyModuleDef_HEAD_INIT,
     "assay.ledger._seal",
@@ -347,7 +323,12 @@ PyInit__seal(void)
             return NULL;
         }
     }
-    if (intern_names() < 0) {
+    static const FieldName names[] = {
+        DRAFT_FIELD_NAMES,          {&name_seq, "seq"},
+        {&name_prev_hash, "prev_hash"}, {&name_hash, "hash"},
+        {&name_canonical, "canonical"}, {&name_leaf, "_leaf"},
+    };
+    if (intern_field_names(names, sizeof(names) / sizeof(names[0])) < 0) {
         return NULL;
     }
     return PyModule_Create(&module_definition);
