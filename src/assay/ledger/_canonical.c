@@ -777,14 +777,9 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module_definition = {
     PyModuleDef_HEAD_INIT,
-    "assay.ledger._canonical",
-    "RFC 8785 canonical JSON of plain JSON values, in C (see canonical.py).",
-    0,
-    methods,
-    NULL,
-    NULL,
-    NULL,
-    NULL,
+    .m_name = "assay.ledger._canonical",
+    .m_doc = "RFC 8785 canonical JSON of plain JSON values, in C (see canonical.py).",
+    .m_methods = methods,
 };
 
 PyMODINIT_FUNC

@@ -303,14 +303,9 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module_definition = {
     PyModuleDef_HEAD_INIT,
-    "assay.ledger._seal",
-    "Sealing entries and hashing Merkle nodes with OpenSSL's SHA-256 (see entry.py).",
-    0,
-    methods,
-    NULL,
-    NULL,
-    NULL,
-    NULL,
+    .m_name = "assay.ledger._seal",
+    .m_doc = "Sealing entries and hashing Merkle nodes with OpenSSL's SHA-256 (see entry.py).",
+    .m_methods = methods,
 };
 
 PyMODINIT_FUNC
