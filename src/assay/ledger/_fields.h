@@ -20,7 +20,7 @@ typedef struct {
 #define DRAFT_FIELD_NAMES                                                                   \
     {&name_kind, "kind"}, {&name_timestamp, "timestamp"}, {&name_body, "body"},             \
         {&name_session, "session"}, {&name_run, "run"}, {&name_transition, "transition"},   \
-        {&name_head, "_head"}, {&name_run_json, "_run"}, { &name_rest, "_rest" }
+        {&name_head, "_head"}, {&name_run_json, "_run"}, {&name_rest, "_rest"}
 
 /* Intern each name into its slot; -1 with an exception set if one cannot be. */
 static int

@@ -319,9 +319,12 @@ PyInit__seal(void)
         }
     }
     static const FieldName names[] = {
-        DRAFT_FIELD_NAMES,          {&name_seq, "seq"},
-        {&name_prev_hash, "prev_hash"}, {&name_hash, "hash"},
-        {&name_canonical, "canonical"}, {&name_leaf, "_leaf"},
+        DRAFT_FIELD_NAMES,
+        {&name_seq, "seq"},
+        {&name_prev_hash, "prev_hash"},
+        {&name_hash, "hash"},
+        {&name_canonical, "canonical"},
+        {&name_leaf, "_leaf"},
     };
     if (intern_field_names(names, sizeof(names) / sizeof(names[0])) < 0) {
         return NULL;
