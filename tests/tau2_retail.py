@@ -7,7 +7,10 @@ application: it keeps its own copy of the retail database and, when an action fi
 up the recorded write scripted for that position, applies its recorded changes and reports
 them to the session as one state report, or raises the error the real application raised.
 A script step may also be perturbed: the change never applied, applied late, or applied to
-the wrong order (or user).
+the wrong order (or user). And an agent may retry right after a late landing: its fire
+failed at its timeout, the change landed after all, and it fired again at once
+(``retry_after_late_landing``), with the state pushed to the session or pulled by a probe
+that reads the records.
 
 Only the train split is read; ``load_train_tasks`` drops every other line unread beyond its
 ``split`` field and checks each task id it keeps against the train list.
@@ -31,6 +34,8 @@ from assay.clock import VirtualClock
 from assay.expr.path import MISSING, format_path, parse_path, read_path
 from assay.graph import Answer, FireResult, Session, build_navigation_graph
 from assay.state import Snapshot
+from assay.state.probes import CallableProbe
+from assay.state.substrate import Substrate
 
 # The shared data folder sits beside the repository (../shared).
 TAU2: Final = Path(__file__).resolve().parents[2] / "shared" / "data" / "tau2"
@@ -45,6 +50,12 @@ PAGE: Final = "retail"
 CEILING_S: Final = 10.0  # longer than any verify timeout below, so a wait always settles
 STEP_S: Final = 0.25  # virtual time moved per step while waiting for settlement
 LATE_S: Final = 1.5  # how late a late change lands
+AGENT_TIMEOUT_MS: Final = 1000  # a retrying agent's verify timeout: before LATE_S
+POLL_S: Final = 2.0  # how often the pulled replay's probe reads the records: after LATE_S
+RETRY_GAP_S: Final = 0.01  # how soon after the late landing the agent fires again
+NO_THRESHOLDS: Final = {"reversible": 0.0, "compensable": 0.0, "irreversible": 0.0}
+"""The pulled replay's confidence gate: placeholder keys are no keys before a fire, so the
+coverage of its probe's records says nothing; the retry scenario is not about confidence."""
 
 Entity = tuple[str, str]
 """A top-level record of the database: ``("orders", "#W2378156")`` or ``("users", id)``."""
@@ -320,12 +331,15 @@ class RetailReplay:
     the fired tool and arguments must be the step's.
     """
 
-    def __init__(self, db: Mapping[str, Any], clock: VirtualClock, *, style: str = "sync") -> None:
+    def __init__(
+        self, db: Mapping[str, Any], clock: VirtualClock, *, style: str = "sync", push: bool = True
+    ) -> None:
         if style not in ("sync", "async"):
             raise ValueError(f"style must be 'sync' or 'async', got {style!r}")
         self.db = {name: dict(records) for name, records in db.items()}
         self.clock = clock
         self.style = style
+        self.push = push  # False: it reports nothing, and a probe reads its records
         self.script: deque[Step] = deque()
         self.session: Session | None = None
 
@@ -373,9 +387,20 @@ class RetailReplay:
             if patch:
                 report[format_path((collection, key))] = patch
             self.db[collection][key] = value
-        if report:
+        if report and self.push:
             assert self.session is not None
             self.session.report(report, source="retail")
+
+    def probe(self, entities: Sequence[Entity]) -> CallableProbe:
+        """A probe reading ``entities``' records as they are now, every ``POLL_S``."""
+
+        def read() -> dict[str, Any]:
+            return {
+                format_path(entity): copy.deepcopy(self.db[entity[0]][entity[1]])
+                for entity in entities
+            }
+
+        return CallableProbe(read, name="retail records", interval=POLL_S)
 
 
 def target_of(write: RecordedWrite) -> Entity:
@@ -449,7 +474,7 @@ async def fire_step(session: Session, app: RetailReplay, step: Step) -> Fired:
     """Script ``step``, fire its write as the agent did, and wait for the verdict."""
     before = session.store.current
     app.expect(step)
-    receipt = session.fire(f"{PAGE}.{step.write.name}", step.write.arguments, source="agent")
+    receipt = await session.afire(f"{PAGE}.{step.write.name}", step.write.arguments)
     assert receipt.transition_id is not None, receipt.error
     settled = await settle(session, receipt.transition_id)
     return Fired(
@@ -519,6 +544,103 @@ async def replay_all(
     return replays, perturbed
 
 
+@dataclass(frozen=True)
+class Retry:
+    """A write whose change landed after its fire's timeout, and the agent's retry, fired
+    right after it landed and before anything else read the state (the next poll, when it
+    is pulled)."""
+
+    write: RecordedWrite
+    push: bool
+    first: Answer
+    retry: Answer
+
+    @property
+    def over_claims(self) -> int:
+        """Answers of worked that the state does not bear out: the first fire's, its change
+        having landed after its deadline; the retry's, for the change the first fire made
+        (unless the real application changed something on the second call too)."""
+        retried = not self.write.refire_changed_fields
+        return int(self.first.answer == "worked") + int(self.retry.answer == "worked" and retried)
+
+
+def entities_of(write: RecordedWrite) -> list[Entity]:
+    """The records a write acts on or changes, first fire or second."""
+    found = [target_of(write)]
+    for path, *_ in (*write.changed_fields, *write.refire_changed_fields):
+        segments = parse_path(path)
+        found.append((segments[0], segments[1]))
+    return list(dict.fromkeys(found))
+
+
+async def retry_after_late_landing(
+    write: RecordedWrite, before: Snapshot, *, push: bool, style: str = "sync"
+) -> Retry:
+    """Fire ``write`` on ``before`` with a verify timeout of ``AGENT_TIMEOUT_MS``, its change
+    landing ``LATE_S`` later; the agent sees it fail and fires it again ``RETRY_GAP_S``
+    after the change landed.
+    Pushed, the application reports its change as it lands; pulled, a probe reads the
+    write's records every ``POLL_S``, so only the retry's own fresh read sees the landing."""
+    clock = VirtualClock()
+    app = RetailReplay(before.objects, clock, style=style, push=push)
+    substrate: Substrate | None = None
+    if push:
+        session = GRAPH.create_session(node=PAGE, state=before.objects, clock=clock)
+    else:
+        substrate = Substrate(
+            probes=[app.probe(entities_of(write))],
+            declared_keys=GRAPH.declared_writes(),
+            clock=clock,
+        )
+        await substrate.read_fresh()
+        await substrate.start()
+        session = GRAPH.create_session(
+            node=PAGE, substrate=substrate, clock=clock, thresholds=NO_THRESHOLDS
+        )
+    app.connect(session)
+    action = f"{PAGE}.{write.name}"
+    try:
+        app.expect(Step(write, mode=Mode.LATE))
+        first = await session.afire(action, write.arguments, verify_timeout_ms=AGENT_TIMEOUT_MS)
+        assert first.transition_id is not None, first.error
+        failed = await settle(session, first.transition_id)
+        assert failed.effect_status == "failed", failed  # the agent retries on that
+        await clock.advance(LATE_S - clock.monotonic() + RETRY_GAP_S)
+        app.expect(Step(write, refire=True))
+        retry = await session.afire(action, write.arguments)
+        assert retry.transition_id is not None, retry.error
+        await settle(session, retry.transition_id)
+        return Retry(
+            write=write,
+            push=push,
+            first=session.did_it_work(first.transition_id),
+            retry=session.did_it_work(retry.transition_id),
+        )
+    finally:
+        await session.close()
+        if substrate is not None:
+            await substrate.stop()
+
+
+async def retry_all(sample: Sequence[Fired], *, push: bool, style: str = "sync") -> list[Retry]:
+    """The retry scenario on each write of ``sample``, from the state before it."""
+    return [
+        await retry_after_late_landing(fired.write, fired.before, push=push, style=style)
+        for fired in sample
+    ]
+
+
+def retry_tally(retries: Sequence[Retry]) -> dict[str, Any]:
+    """The counts of the retry scenario, as plain JSON."""
+    return {
+        "writes": len(retries),
+        "first fires": dict(Counter(r.first.answer for r in retries)),
+        "retries": dict(Counter(r.retry.answer for r in retries)),
+        "retries already_true": sum(r.retry.already_true is not None for r in retries),
+        "over-claims": sum(r.over_claims for r in retries),
+    }
+
+
 def tally(replays: Sequence[TaskReplay], perturbed: Sequence[Fired]) -> dict[str, Any]:
     """The counts of a replay, as plain JSON."""
     first = [fired for replay in replays for fired in replay.fires if not fired.refire]
@@ -553,6 +675,11 @@ def main() -> None:
     for style in ("sync", "async"):
         replays, perturbed = asyncio.run(replay_all(tasks, style=style))
         print(json.dumps({"handlers": style, **tally(replays, perturbed)}, indent=2))
+    sample = perturbation_sample(replays)
+    for push in (True, False):
+        retries = asyncio.run(retry_all(sample, push=push))
+        mode = "pushed" if push else "pulled"
+        print(json.dumps({"retry after a late landing": mode, **retry_tally(retries)}, indent=2))
 
 
 if __name__ == "__main__":

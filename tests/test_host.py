@@ -742,12 +742,14 @@ async def test_fires_made_while_a_read_is_under_way_share_the_next_read() -> Non
         fires = [asyncio.ensure_future(h.fire(ActionRequest(action="room.switch-on")))]
         await clock.settle()  # its read is under way
         for session in sessions:
-            request = ActionRequest(action="room.switch-on", session=session)
+            request = ActionRequest(action="room.switch-on", session=session, wait_ms=1000)
             fires.append(asyncio.ensure_future(h.fire(request)))
-        await clock.advance(0.25)
+        await clock.advance(0.35)
         answers = await asyncio.gather(*fires)
-    # The first fire's read, then one for the other three.
-    assert reads[before:] == pytest.approx([0.2, 0.3])
+    # The first fire's read, then one for the other three; then one, begun after their
+    # handlers returned, that settles those three (already true, nothing changed); then the
+    # poll due at 0.5 s.
+    assert reads[before:] == pytest.approx([0.2, 0.3, 0.4, 0.5])
     assert [a.answer for a in answers] == [
         "pending",
         "unobservable",

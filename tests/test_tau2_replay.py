@@ -37,8 +37,11 @@ from tau2_retail import (
     fire_step,
     load_db,
     load_train_tasks,
+    perturbation_sample,
     recorded_after,
     replay_all,
+    retry_all,
+    retry_tally,
     tally,
     target_of,
     train_task_ids,
@@ -429,3 +432,32 @@ def test_a_second_fire_that_raises_is_never_worked_under_an_expression_contract(
         return first.answer.answer, second.answer.answer
 
     assert asyncio.run(run()) == ("worked", "failed")
+
+
+@pytest.mark.parametrize("push", [True, False], ids=["pushed", "pulled"])
+def test_a_retry_right_after_a_late_landing_is_never_credited_with_it(
+    replay: Replay, push: bool
+) -> None:
+    """The agent's fire failed at its 1 s timeout; its change landed at 1.5 s all the same,
+    and the agent fired again 10 ms later. Pulled, the probe's next poll was due at 2 s, so
+    a fire on the last poll's snapshot answered worked for the first fire's change (10 of
+    the 40 writes, whose second call changes nothing). Every retry must find the change
+    already there, and no fire may answer worked."""
+    sample = perturbation_sample(replay.tasks)
+    retries = asyncio.run(retry_all(sample, push=push, style=replay.style))
+    counts = retry_tally(retries)
+    print(json.dumps({replay.style: {"pushed" if push else "pulled": counts}}, indent=2))
+    assert counts == {
+        "writes": 40,
+        "first fires": {"failed": 40},
+        "retries": {"failed": 30, "unobservable": 10},
+        "retries already_true": 40,
+        "over-claims": 0,
+    }
+    for retry in retries:
+        assert retry.first.outcome is not None
+        assert retry.first.outcome.elapsed_ms == 1000, retry.write.label
+        if retry.retry.answer == "failed":  # the real application raised on the second call
+            assert retry.write.refire_outcome != "ok"
+            refused = retry.write.refire_outcome.removeprefix("error: ")
+            assert retry.retry.error == f"the handler raised RetailError: {refused}"

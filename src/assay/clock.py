@@ -112,6 +112,12 @@ class VirtualClock:
         for _ in range(64):
             await asyncio.sleep(0)
 
+    def stall(self, seconds: float) -> None:
+        """Move time forward by ``seconds`` at once and run nothing, as an event loop busy
+        elsewhere does: sleepers and timers that came due meanwhile wake, late, at the next
+        ``advance`` or ``settle``-and-``advance``."""
+        self._now += max(seconds, 0.0)
+
     async def advance(self, seconds: float) -> None:
         """Move time forward by ``seconds``, waking sleepers in order along the way."""
         target = self._now + seconds

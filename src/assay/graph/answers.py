@@ -24,6 +24,8 @@ _STATUSES: Final[dict[Phase, EffectStatus]] = {
     Phase.FAILED: "failed",
     Phase.REFUSED: "refused",
 }
+_CHECKED: Final = frozenset({Phase.WORKED, Phase.FAILED, Phase.UNOBSERVABLE})
+"""The settled phases whose receipt may say what the contract was."""
 
 
 def fire_result(transition: Transition, current: Snapshot) -> FireResult:
@@ -45,6 +47,11 @@ def fire_result(transition: Transition, current: Snapshot) -> FireResult:
         refusal=transition.refusal,
         refusal_figures=transition.refusal_figures,
         materialized=transition.materialized,
+        failure=None
+        if phase is not Phase.FAILED
+        else "handler"
+        if transition.handler_failed
+        else "verification",
     )
 
 
@@ -126,13 +133,22 @@ def answer_from_evidence(
 
 
 def outcome_now(transition: Transition, current: Snapshot) -> CurrentCheck | None:
-    """The settled contract evaluated on ``current``, when its result has changed since."""
-    if transition.predicate is None or transition.phase not in (Phase.WORKED, Phase.FAILED):
+    """The settled contract evaluated on ``current``, when its result differs from what the
+    receipt says it was: the verification's result, else true for an already-true fire (its
+    evidence says the contract held). Every settled answer that says what its contract was
+    gets one, worked, failed and unobservable alike; nothing checked, nothing to contradict."""
+    if transition.predicate is None or transition.phase not in _CHECKED:
         return None
-    if transition.outcome is None or current.version == transition.settled_version:
+    if transition.outcome is not None:
+        receipt = transition.outcome.result
+    elif transition.already_true is not None:
+        receipt = True
+    else:
+        return None
+    if current.version == transition.settled_version:
         return None
     check = transition.predicate.check(current.objects)
-    if check.result == transition.outcome.result:
+    if check.result == receipt:
         return None
     held = (
         "holds"
@@ -161,6 +177,11 @@ def waiting_on(transition: Transition, queued_before: int) -> str:
         if isinstance(transition.predicate, AllOf):  # the fire's own expression, checked after
             return f"{handler} (it has not returned yet), then {_contract(transition.predicate, 0)}"
         return f"{handler} (it has not returned yet)"
+    if transition.already_true is not None and transition.awaiting_read:
+        return (
+            "a read of the probes begun after the handler returned (the handler's doing shows "
+            "there, not in the poll before it)"
+        )
     if transition.already_true is not None:
         # Its handler finished; its contract (with the fire's own verify_expression, or
         # after a key it covers changed) is checked again, at once.

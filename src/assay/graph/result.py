@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -12,6 +12,13 @@ from assay.verify.outcome import VerificationOutcome
 
 EffectStatus = Literal["pending", "settled", "failed", "refused"]
 AnswerKind = Literal["pending", "worked", "failed", "unobservable", "refused", "unmaterialized"]
+FailureKind = Literal["handler", "verification"]
+"""What failed a fire: its handler (it raised, or was cancelled in its own work), or the
+verification of its effect (the contract did not hold in time, or could not be checked)."""
+FAILURE_DESCRIPTION: Final = (
+    "failed only: 'handler' when the action's handler raised (no verification decided it), "
+    "'verification' when its effect was checked and not seen in time"
+)
 
 ALREADY_TRUE_WHY = (
     "These declared verify conditions held before this action fired. already_true records "
@@ -80,6 +87,7 @@ class FireResult(BaseModel):
         default=None, description="refused only: the figures behind the refusal"
     )
     materialized: bool = Field(default=True, description="false when no handler is wired")
+    failure: FailureKind | None = Field(default=None, description=FAILURE_DESCRIPTION)
 
 
 class Answer(BaseModel):

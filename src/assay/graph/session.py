@@ -207,22 +207,64 @@ class Session:
         verify_expression: str | None = None,
         verify_timeout_ms: int | None = None,
     ) -> FireResult:
-        """Fire an action; returns at once with the fire-time result. Call it on a running
-        event loop, where its settlement and verification run: ``SessionError`` otherwise,
-        and ``WrongTypeError`` for an argument of the wrong kind, both before anything is
-        done. Bad values (args that break the action's schema) are refused in the result."""
+        """Fire an action on pushed state; returns at once with the fire-time result. Call
+        it on a running event loop, where its settlement and verification run:
+        ``SessionError`` otherwise, and on a substrate whose probes pull the state (use
+        ``afire``, which reads them first); ``WrongTypeError`` for an argument of the wrong
+        kind, both before anything is done. Bad values (args that break the action's schema)
+        are refused in the result."""
+        self._can_fire("fire")
+        if self.substrate.polled:
+            raise SessionError(
+                f"session {self.id!r} observes polled state, which is as old as the last "
+                "probe read: a fire must read the probes afresh before its pre-action "
+                "snapshot, or a change made before it would be credited to it; use "
+                "'await session.afire(...)', which does"
+            )
+        return self._fire(action_id, args, source, verify_expression, verify_timeout_ms)
+
+    async def afire(
+        self,
+        action_id: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        source: str = "agent",
+        verify_expression: str | None = None,
+        verify_timeout_ms: int | None = None,
+    ) -> FireResult:
+        """``fire`` on any substrate: on polled state, once a read of every probe begun
+        after this call has ended, so that the pre-action snapshot holds what the
+        application held as the fire was made; on pushed state, at once. It returns the
+        fire-time result, as ``fire`` does, without waiting for settlement."""
+        self._can_fire("afire")
+        await self.substrate.read_fresh()
+        self._can_fire("afire")  # closed while the probes were read
+        return self._fire(action_id, args, source, verify_expression, verify_timeout_ms)
+
+    def _can_fire(self, how: str) -> None:
+        """``SessionError`` unless an event loop runs and the session is open."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             raise SessionError(
-                "Session.fire needs a running asyncio event loop, where the fire settles and "
-                "is verified; call it from async code, such as a coroutine run by asyncio.run"
+                f"Session.{how} needs a running asyncio event loop, where the fire settles "
+                "and is verified; call it from async code, such as a coroutine run by "
+                "asyncio.run"
             ) from None
         if self.closed:
             raise SessionError(
                 f"session {self.id!r} is closed: it no longer observes the state, so nothing "
                 "fired in it could settle; create a new session to fire"
             )
+
+    def _fire(
+        self,
+        action_id: str,
+        args: Mapping[str, Any] | None,
+        source: str,
+        verify_expression: str | None,
+        verify_timeout_ms: int | None,
+    ) -> FireResult:
         for name, value, kind in (
             ("action_id", action_id, str),
             ("source", source, str),
@@ -440,6 +482,7 @@ class Session:
 
     def _handler_failed(self, transition: Transition, error: BaseException) -> None:
         transition.handler_done = True
+        transition.handler_failed = True
         if isinstance(error, asyncio.CancelledError):
             reason = "the handler was cancelled before it finished (CancelledError)"
         else:
@@ -455,9 +498,19 @@ class Session:
             return
         if transition.observed:
             self._finish_observed(transition)
-        elif transition.already_true is not None and (
-            isinstance(transition.predicate, AllOf) or self._changes(transition, self.store.current)
-        ):
+        elif transition.already_true is not None and self.substrate.polled:
+            # What the handler did shows only in a read begun after it returned: until then
+            # "nothing declared changed" is the last poll's word, not the application's.
+            transition.awaiting_read = True
+            self._spawn(self._recheck_after_read(transition))
+        elif transition.already_true is not None:
+            self._recheck(transition)
+        elif transition.predicate is None and not transition.writes:
+            self._finish(transition, Phase.UNOBSERVABLE)
+
+    def _recheck(self, transition: Transition) -> None:
+        """Settle an already-true fire whose handler returned, on the state as now known."""
+        if isinstance(transition.predicate, AllOf) or self._changes(transition, self.store.current):
             # The fire's own verify_expression is checked in addition to the declared
             # contract; and a contract that held before the fire is checked again once a key
             # it covers changed, as the change may have broken it.
@@ -466,11 +519,15 @@ class Session:
                 timeout = transition.spec.verify_timeout_ms
             assert transition.predicate is not None  # already true: a declarative verify
             self._spawn(self._verify(transition, transition.predicate, 0, timeout))
-        elif transition.already_true is not None:
+        else:
             self._observe(transition)  # its commit: nothing declared changed
             self._finish(transition, Phase.UNOBSERVABLE)
-        elif transition.predicate is None and not transition.writes:
-            self._finish(transition, Phase.UNOBSERVABLE)
+
+    async def _recheck_after_read(self, transition: Transition) -> None:
+        await self.substrate.read_fresh()
+        transition.awaiting_read = False
+        if not transition.phase.terminal:
+            self._recheck(transition)
 
     def _observe(self, transition: Transition, at: Snapshot | None = None) -> list[FieldChange]:
         """Take ``transition``'s commit on ``at`` (the snapshot its contract held on, else the
@@ -535,6 +592,7 @@ class Session:
                 options=options,
                 clock=self.clock,
                 redaction=self.redaction,
+                dispatched_at=transition.fired_at,  # however late this task first runs
             )
         except Exception as error:  # never leave a pending answer that nothing will settle
             if not transition.phase.terminal:
@@ -565,7 +623,7 @@ class Session:
                 transition.observed = True
         else:
             transition.error = outcome.narrative
-            self._finish(transition, Phase.FAILED)
+            self._finish(transition, Phase.FAILED, final)
 
     def _on_change(self, snapshot: Snapshot, paths: tuple[tuple[str, ...], ...]) -> None:
         """Each changed path settles the earliest queued writes-only fire that declares it.
@@ -658,7 +716,12 @@ class Session:
         while len(self._settled) > self.keep_settled:
             del self.transitions[self._settled.popleft()]
 
-    def _finish(self, transition: Transition, phase: Phase) -> None:
+    def _finish(self, transition: Transition, phase: Phase, at: Snapshot | None = None) -> None:
+        if phase is Phase.FAILED and not transition.commit:
+            # A failure's commit shows the declared keys that changed, all the same: what
+            # was seen instead (``at``: the state it was judged on, else the current).
+            changes = self._changes(transition, self.store.current if at is None else at)
+            transition.commit = summarize_changes(changes, self.redaction)
         self._settle(transition, phase)
         self._record_settlement(transition)
         if transition in self.queue:

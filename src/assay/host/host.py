@@ -22,7 +22,14 @@ from typing import Any, Self
 
 from assay.clock import SYSTEM_CLOCK, Clock
 from assay.defaults import DEFAULT_SESSION_IDLE_S
-from assay.errors import ContractError, LedgerError, NotFoundError, RequestError, WrongTypeError
+from assay.errors import (
+    ContractError,
+    LedgerError,
+    NotFoundError,
+    RequestError,
+    SessionError,
+    WrongTypeError,
+)
 from assay.expr import compile_expression
 from assay.expr.contract import compile_contract
 from assay.expr.path import parse_path, read_path
@@ -49,7 +56,6 @@ from assay.host.wire import (
 from assay.ledger.entry import Entry
 from assay.ledger.ledger import Ledger
 from assay.redaction import REDACTED, Redaction
-from assay.state.probes import Poller
 from assay.state.substrate import Substrate, SubstrateState
 from assay.verify.loop import VerifyOptions, verify
 from assay.verify.outcome import VerificationOutcome
@@ -64,44 +70,6 @@ SWEEP_EVERY_S = 60.0
 
 Progress = Callable[[float, float, str], Awaitable[None]]
 """Called while a wait goes on: (elapsed ms, ceiling ms, what it waits on)."""
-
-
-class FreshReads:
-    """Reads of a polling substrate's probes, each one started after it was asked for.
-
-    A fire's pre-action snapshot must hold what the probes can see when it fires, not what
-    they saw at the last poll: a lamp switched on between a poll and the fire would
-    otherwise be a change the fire is credited with. Callers who ask while a read is under
-    way share the next read, started as soon as that one has ended, so that concurrent
-    fires cost one read each at most, not one each in turn. A read is bounded by the
-    probes' own deadlines, and a failed one is recorded in the probes' health (so in the
-    confidence the fire is judged with); it never raises.
-    """
-
-    def __init__(self, poller: Poller) -> None:
-        self._poller = poller
-        self._latest: asyncio.Task[None] | None = None  # the last read, started or queued
-        self._queued: asyncio.Task[None] | None = None  # a read that has not started yet
-
-    async def read(self) -> None:
-        """Return once a read of every probe that started after this call has ended."""
-        task = self._queued
-        if task is None:
-            task = asyncio.ensure_future(self._read_after(self._latest))
-            self._queued = self._latest = task
-        # Shielded: a caller that leaves does not cancel the read others wait on.
-        await asyncio.shield(task)
-
-    async def settled(self) -> None:
-        """Return once no read is under way or queued."""
-        while self._latest is not None and not self._latest.done():
-            await asyncio.wait((self._latest,))
-
-    async def _read_after(self, previous: asyncio.Task[None] | None) -> None:
-        if previous is not None and not previous.done():
-            await asyncio.wait((previous,))
-        self._queued = None  # started: whoever asks from now on needs the next read
-        await self._poller.read_once()
 
 
 class Host:
@@ -150,7 +118,6 @@ class Host:
         self._sweeper: asyncio.Task[None] | None = None
         self.idempotency: IdempotencyCache[ActionResponse] = IdempotencyCache()
         self._connection: Connection | None = None
-        self._fresh: FreshReads | None = None
         self.default_session = DEFAULT_SESSION
 
     async def start(self) -> None:
@@ -165,10 +132,7 @@ class Host:
         context = ConnectContext(clock=self.clock, redaction=self.redaction)
         self._connection = await self.application.connect(context)
         substrate = self._connection.substrate
-        if substrate.poller is not None:
-            # Every fire's pre-action snapshot holds what the probes can see as it fires.
-            self._fresh = FreshReads(substrate.poller)
-            await self._fresh.read()
+        await substrate.read_fresh()  # the default session opens on what the probes see
         await substrate.start()
         # Its own id, so that two runs of a daemon on one ledger never share transition ids;
         # "default" (or no session at all) names it in requests.
@@ -187,8 +151,6 @@ class Host:
         for session in list(self.sessions.values()):
             await session.close()
         self.sessions.clear()
-        if self._fresh is not None:
-            await self._fresh.settled()  # no read outlives the probes it reads
         if self._connection is not None:
             await self._connection.aclose()
             self._connection = None
@@ -402,18 +364,18 @@ class Host:
 
     async def _fire(self, request: ActionRequest, progress: Progress | None) -> ActionResponse:
         session = self.session(request.session)
-        if self._fresh is not None:
-            # Pulled state is as old as the last poll: read it afresh, so that a change made
-            # before the fire is in its pre-action snapshot, not credited to it.
-            await self._fresh.read()
-            session = self.session(request.session)  # it may have closed meanwhile
-        fired = session.fire(
-            request.action,
-            request.args,
-            source=request.source,
-            verify_expression=request.verify_expression,
-            verify_timeout_ms=request.verify_timeout_ms,
-        )
+        try:
+            fired = await session.afire(
+                request.action,
+                request.args,
+                source=request.source,
+                verify_expression=request.verify_expression,
+                verify_timeout_ms=request.verify_timeout_ms,
+            )
+        except SessionError:
+            if session.closed:  # while the probes were read: say so, as for any closed session
+                self.session(request.session)
+            raise
         if fired.transition_id is not None and fired.effect_status == "pending":
             fired = await self._wait(session, fired.transition_id, request.wait_ms, progress)
         await self.evidence.durable()
@@ -558,6 +520,7 @@ class Host:
             refusal=fired.refusal,
             refusal_figures=fired.refusal_figures,
             materialized=fired.materialized,
+            failure=fired.failure,
             verification=fired.outcome,
         )
 

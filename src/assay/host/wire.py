@@ -16,7 +16,14 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
 from assay.expr.predicate import ConditionEvidence
-from assay.graph.result import Answer, CurrentCheck, EffectStatus, RefusalFigures
+from assay.graph.result import (
+    FAILURE_DESCRIPTION,
+    Answer,
+    CurrentCheck,
+    EffectStatus,
+    FailureKind,
+    RefusalFigures,
+)
 from assay.verify.outcome import VerificationOutcome
 
 MAX_WAIT_MS = 55_000
@@ -107,6 +114,7 @@ class ActionResponse(BaseModel):
     refusal: str | None = None
     refusal_figures: RefusalFigures | None = None
     materialized: bool = True
+    failure: FailureKind | None = Field(default=None, description=FAILURE_DESCRIPTION)
     verification: VerificationOutcome | None = Field(
         default=None, description="the verify contract's outcome, once checked"
     )

@@ -121,6 +121,12 @@ def action_problem(request: Request, response: ActionResponse) -> ProblemRespons
         title = _REFUSAL_TITLE.get(reason, "Refused")
         detail = response.why or response.error or f"{response.did} was refused ({reason})"
         return problem_response(request, status, reason.replace("_", "-"), title, detail, **members)
+    if response.effect_status == "failed" and response.failure == "handler":
+        # No verification decided it: the handler itself failed, whatever it did before.
+        detail = response.why or response.error or f"{response.did}'s handler failed"
+        return problem_response(
+            request, 422, "handler-failed", "The action's handler failed", detail, **members
+        )
     if response.effect_status == "failed":
         detail = response.why or response.error or f"{response.did} failed"
         if response.executed:

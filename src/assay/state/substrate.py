@@ -22,6 +22,7 @@ from assay.expr.path import format_path, parse_path
 from assay.redaction import REDACTED, Redaction
 from assay.state.canonical import expand_report
 from assay.state.confidence import Confidence, assess
+from assay.state.fresh import FreshReads
 from assay.state.patch import Replace, merge_into
 from assay.state.probes import Poller, Probe
 from assay.state.store import StateStore
@@ -77,6 +78,7 @@ class Substrate:
         self.store = store if store is not None else StateStore(clock=clock)
         self.probes = tuple(probes)
         self.poller = Poller(self.probes, self._sink, clock) if self.probes else None
+        self._fresh = FreshReads(self.poller) if self.poller is not None else None
         self.declared = tuple(parse_path(key) for key in declared_keys)
         slowest = max((probe.interval for probe in self.probes), default=None)
         self.expected_interval = expected_interval or (
@@ -91,6 +93,22 @@ class Substrate:
     def poll_interval_ms(self) -> int | None:
         """The fastest probe's interval, which is how often pulled state can change."""
         return self._poll_interval_ms
+
+    @property
+    def polled(self) -> bool:
+        """Whether probes pull the state: what the store holds is then as old as the
+        latest read, and only a fresh read tells what the application holds now."""
+        return self._fresh is not None
+
+    async def read_fresh(self) -> None:
+        """Return once a read of every probe that started after this call has ended (at once
+        when nothing is polled: pushed state is as fresh as the application made it).
+
+        Concurrent callers share reads (``FreshReads``); a failed read is in the probes'
+        health, never raised.
+        """
+        if self._fresh is not None:
+            await self._fresh.read()
 
     def _sink(self, name: str, values: dict[str, Any], gone: frozenset[str]) -> None:
         if not gone:
@@ -112,7 +130,9 @@ class Substrate:
             await asyncio.sleep(0)
 
     async def stop(self) -> None:
-        """Stop polling and close the probes."""
+        """Stop polling, end any fresh read under way, and close the probes."""
+        if self._fresh is not None:
+            await self._fresh.stop()
         if self.poller is not None:
             await self.poller.stop()
         if self._task is not None:

@@ -6,6 +6,12 @@ is pulled, at every poll interval, until it holds or ``timeout_ms`` has passed s
 start. A predicate that reads no state key is answered after its first evaluation, as no
 change could alter it. All waiting goes through the injected clock, so tests run it on
 virtual time. Elapsed time never turns into success: only an evaluation that holds passes.
+
+After an action, time counts from its dispatch (``dispatched_at``), not from when this task
+first runs: on a busy event loop the task may start late, and its settlement wait, its
+timeout and ``elapsed_ms`` must not move with it. A contract that holds only on a snapshot
+observed after the deadline (``Snapshot.monotonic``) fails, however late the check ran; one
+that holds on a snapshot observed in time passes, though the check itself ran late.
 """
 
 from __future__ import annotations
@@ -46,9 +52,11 @@ async def verify(
     clock: Clock = SYSTEM_CLOCK,
     redaction: Redaction | None = None,
     subject: str | None = None,
+    dispatched_at: float | None = None,
 ) -> VerificationOutcome:
     """Verify ``predicate`` against ``store``; ``before`` is the snapshot taken before the
-    action. Without one there was no action, and the narrative blames none."""
+    action, ``dispatched_at`` the instant it was dispatched on ``clock`` (now when not
+    given). Without ``before`` there was no action, and the narrative blames none."""
     outcome, _ = await verify_observed(
         predicate,
         store,
@@ -57,6 +65,7 @@ async def verify(
         clock=clock,
         redaction=redaction,
         subject=subject,
+        dispatched_at=dispatched_at,
     )
     return outcome
 
@@ -70,14 +79,15 @@ async def verify_observed(
     clock: Clock = SYSTEM_CLOCK,
     redaction: Redaction | None = None,
     subject: str | None = None,
+    dispatched_at: float | None = None,
 ) -> tuple[VerificationOutcome, Snapshot]:
-    """``verify``, and the snapshot its outcome describes: the one the predicate held on
-    (a pushed state it held on only briefly included), else the state at the end."""
+    """``verify``, and the snapshot its outcome describes: the one the predicate held on in
+    time (a pushed state it held on only briefly included), else the state at the end."""
     redaction = redaction or Redaction.none()
     after_action = before is not None
     before = before if before is not None else store.current
     loop = asyncio.get_running_loop()
-    start = clock.monotonic()
+    start = clock.monotonic() if dispatched_at is None else dispatched_at
     deadline = start + options.timeout_ms / 1000
     interval = None if options.poll_interval_ms is None else options.poll_interval_ms / 1000
     waiter: asyncio.Future[None] | None = None
@@ -90,7 +100,7 @@ async def verify_observed(
         # holds only briefly (overwritten before this task runs again) is still seen.
         nonlocal dirty, held
         dirty = True
-        if checking and held is None:
+        if checking and held is None and snapshot.monotonic <= deadline:
             pushed = predicate.check(snapshot.objects)
             if pushed.result is True:
                 held = (snapshot, pushed)
@@ -100,9 +110,11 @@ async def verify_observed(
     # Subscribed only once a check has failed: a contract that holds at once costs no
     # subscription, and nothing can change between a check and the subscription (no await).
     subscription: Subscription | None = None
+    late = False  # it held only on a snapshot observed after the deadline
     try:
-        if options.settle_ms > 0:
-            await clock.sleep(options.settle_ms / 1000)
+        settled_at = start + options.settle_ms / 1000
+        if settled_at > clock.monotonic():
+            await clock.sleep(settled_at - clock.monotonic())
         cycles = 0
         checking = True
         while True:
@@ -111,6 +123,9 @@ async def verify_observed(
             check = predicate.check(snapshot.objects)
             cycles += 1
             now = clock.monotonic()
+            if check.result is True and snapshot.monotonic > deadline:
+                late = True  # observed too late to count, however late this check ran
+                break
             if check.result is True or now >= deadline or not predicate.keys:
                 break  # held, out of time, or reading no state: nothing can change it
             if subscription is None:
@@ -130,7 +145,7 @@ async def verify_observed(
             if not dirty and clock.monotonic() >= deadline:
                 break
         elapsed_ms = round((clock.monotonic() - start) * 1000)
-        if check.result is not True:
+        if check.result is not True or late:
             # Keys the predicate reads have not changed since its last check (a change would
             # have woken it), but others may have: the outcome describes the state as it is now.
             snapshot = store.current
@@ -148,6 +163,7 @@ async def verify_observed(
         redaction=redaction,
         subject=subject,
         after_action=after_action,
+        late_after_ms=options.timeout_ms if late else None,
     )
     return outcome, snapshot
 
@@ -172,9 +188,10 @@ def _outcome(
     redaction: Redaction,
     subject: str | None,
     after_action: bool,
+    late_after_ms: int | None,
 ) -> VerificationOutcome:
     changed = store.changes_between(before, final)
-    passed = check.result is True
+    passed = check.result is True and late_after_ms is None
     observation = Observation(
         subject=subject or _subject(predicate),
         keys=predicate.keys,
@@ -188,6 +205,7 @@ def _outcome(
         redaction=redaction,
         after_action=after_action,
         lengths=not isinstance(predicate, Contract),
+        late_after_ms=late_after_ms,
     )
     return VerificationOutcome(
         passed=passed,

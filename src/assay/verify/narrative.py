@@ -46,6 +46,8 @@ class Observation:
     lengths: bool = True
     """Whether ``.length`` reads an array's or a string's length, as in an expression; in a
     declarative contract it is a key like any other."""
+    late_after_ms: int | None = None
+    """The timeout, when the check held only on state observed after it had passed."""
 
 
 def narrate(observation: Observation) -> str:
@@ -59,6 +61,14 @@ def narrate(observation: Observation) -> str:
         detail = "; ".join(read.describe() for read in reads)
         return f"{observation.subject} evaluated to true {timing}" + (
             f"; {detail}." if detail else "."
+        )
+    if observation.late_after_ms is not None:
+        detail = "; ".join(read.describe() for read in reads)
+        return (
+            f"{observation.subject} evaluated to true only on state observed after its "
+            f"{observation.late_after_ms}ms timeout, {timing}"
+            + (f"; {detail}" if detail else "")
+            + ". An effect observed after the deadline is a failure, however late the check ran."
         )
     if observation.check.result is None:
         missing = [read.after.explain() for read in reads if not read.after.found]
