@@ -52,6 +52,11 @@ GRAPH = build_navigation_graph(
                     "writes": ["drone.mode"],
                     "verify": {"drone.mode": {"eq": {"arg": "mode"}}},
                 },
+                "switch-mode": {
+                    "does": "Set the drone's mode, checked by an expression",
+                    "writes": ["drone.mode"],
+                    "verify_expression": "drone.mode === args.mode",
+                },
             }
         }
     },
@@ -80,7 +85,11 @@ def _application(
             declared_keys=GRAPH.declared_writes(),
             clock=context.clock,
         )
-        handlers = {"profile.set-city": lambda args: None, "profile.set-mode": set_mode}
+        handlers = {
+            "profile.set-city": lambda args: None,
+            "profile.set-mode": set_mode,
+            "profile.switch-mode": set_mode,
+        }
         return Connection(substrate, handlers)
 
     return Application(GRAPH, "profile", connect, thresholds=THRESHOLDS)
@@ -237,6 +246,39 @@ async def test_an_already_true_press_whose_handler_breaks_the_contract_fails() -
     assert settled.outcome.narrative.startswith(
         'drone.mode changed from "GUIDED" to "LOITER" after '
     ), settled.outcome.narrative
+
+
+@pytest.mark.parametrize(("toggle", "answer"), [("LOITER", "failed"), (None, "unobservable")])
+async def test_a_held_before_contract_is_judged_on_a_read_after_its_handler(
+    toggle: str | None, answer: str
+) -> None:
+    # An expression contract (no already-true stamp) that held before the fire: on the last
+    # poll nothing it reads changed, so it answered unobservable even when the handler had
+    # broken it. A read begun after the handler returned decides.
+    clock = VirtualClock()
+    app = _state()
+    session, connection = await _library_session(
+        _application(app, interval=0.5, on_mode=toggle), clock
+    )
+    try:
+        await clock.advance(0.1)
+        fired = await session.afire("profile.switch-mode", {"mode": "GUIDED"})
+        assert fired.already_true is None
+        waiting = asyncio.ensure_future(session.wait(str(fired.transition_id), 10))
+        await clock.advance(6)
+        settled = await waiting
+        said = session.did_it_work(str(fired.transition_id))
+    finally:
+        await session.close()
+        await connection.aclose()
+    assert said.answer == answer
+    if toggle is not None:
+        assert settled.outcome is not None
+        changed = [(c.key, c.before, c.after) for c in settled.outcome.changed_fields]
+        assert changed == [("drone.mode", "GUIDED", "LOITER")]
+        assert [(c.key, c.before, c.after) for c in said.commit] == changed
+    else:
+        assert said.why.startswith("The contract holds, but it held before the action fired")
 
 
 async def test_an_already_true_press_waits_for_the_read_after_its_handler_on_real_time() -> None:

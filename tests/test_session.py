@@ -178,6 +178,7 @@ def test_writes_without_declarative_verify_get_no_already_true_and_wait_for_a_re
         "refusal": None,
         "refusal_figures": None,
         "materialized": True,
+        "failure": None,
     }
     assert answer.answer == "pending"
     assert answer.waiting_on == "a state report writing view.domain"

@@ -173,15 +173,15 @@ def waiting_on(transition: Transition, queued_before: int) -> str:
     so that it holds at any moment: before the verification task has run, while its
     ``settle_ms`` goes by, and after the handler or the report has come."""
     handler = "the handler to finish"
-    if transition.already_true is not None and not transition.handler_done:
-        if isinstance(transition.predicate, AllOf):  # the fire's own expression, checked after
-            return f"{handler} (it has not returned yet), then {_contract(transition.predicate, 0)}"
-        return f"{handler} (it has not returned yet)"
-    if transition.already_true is not None and transition.awaiting_read:
+    if transition.awaiting_read:
         return (
             "a read of the probes begun after the handler returned (the handler's doing shows "
             "there, not in the poll before it)"
         )
+    if transition.already_true is not None and not transition.handler_done:
+        if isinstance(transition.predicate, AllOf):  # the fire's own expression, checked after
+            return f"{handler} (it has not returned yet), then {_contract(transition.predicate, 0)}"
+        return f"{handler} (it has not returned yet)"
     if transition.already_true is not None:
         # Its handler finished; its contract (with the fire's own verify_expression, or
         # after a key it covers changed) is checked again, at once.

@@ -501,8 +501,7 @@ class Session:
         elif transition.already_true is not None and self.substrate.polled:
             # What the handler did shows only in a read begun after it returned: until then
             # "nothing declared changed" is the last poll's word, not the application's.
-            transition.awaiting_read = True
-            self._spawn(self._recheck_after_read(transition))
+            self._after_read(transition, self._recheck)
         elif transition.already_true is not None:
             self._recheck(transition)
         elif transition.predicate is None and not transition.writes:
@@ -514,20 +513,45 @@ class Session:
             # The fire's own verify_expression is checked in addition to the declared
             # contract; and a contract that held before the fire is checked again once a key
             # it covers changed, as the change may have broken it.
-            timeout = transition.verify_timeout_ms
-            if timeout is None:
-                timeout = transition.spec.verify_timeout_ms
             assert transition.predicate is not None  # already true: a declarative verify
-            self._spawn(self._verify(transition, transition.predicate, 0, timeout))
+            self._spawn(self._verify(transition, transition.predicate, 0, _timeout(transition)))
         else:
             self._observe(transition)  # its commit: nothing declared changed
             self._finish(transition, Phase.UNOBSERVABLE)
 
-    async def _recheck_after_read(self, transition: Transition) -> None:
-        await self.substrate.read_fresh()
-        transition.awaiting_read = False
-        if not transition.phase.terminal:
-            self._recheck(transition)
+    def _after_read(self, transition: Transition, then: Callable[[Transition], None]) -> None:
+        """Call ``then`` once a read of the probes, begun now (its handler has returned),
+        has ended, unless ``transition`` settled meanwhile (the session closed)."""
+        transition.awaiting_read = True
+
+        async def read() -> None:
+            await self.substrate.read_fresh()
+            transition.awaiting_read = False
+            transition.read_after_handler = True
+            if not transition.phase.terminal:
+                then(transition)
+
+        self._spawn(read())
+
+    def _rejudge_held_before(self, transition: Transition) -> None:
+        """Settle a fire whose contract held before it with nothing it reads changed, on a
+        read begun after its handler returned: unobservable if that is still so, else
+        verified afresh on what the read shows (a handler that broke the contract fails)."""
+        predicate = transition.predicate
+        assert predicate is not None  # held before: a contract
+        current = self.store.current
+        readings = _readings(predicate)
+        moved = any(
+            value_moved(transition.before.objects, current.objects, parse_path(key), readings)
+            for key in predicate.keys
+        )
+        if not moved and predicate.check(current.objects).result is True:
+            self._finish(transition, Phase.UNOBSERVABLE)
+            return
+        transition.observed = False
+        transition.held_before = False
+        transition.observed_version = None
+        self._spawn(self._verify(transition, predicate, 0, _timeout(transition)))
 
     def _observe(self, transition: Transition, at: Snapshot | None = None) -> list[FieldChange]:
         """Take ``transition``'s commit on ``at`` (the snapshot its contract held on, else the
@@ -573,6 +597,10 @@ class Session:
         if transition.not_credited is not None:
             transition.error = transition.not_credited
             self._finish(transition, Phase.UNOBSERVABLE)
+        elif transition.held_before and self.substrate.polled and not transition.read_after_handler:
+            # "Nothing it reads changed" is the last poll's word until a read begun after the
+            # handler returned says so too.
+            self._after_read(transition, self._rejudge_held_before)
         else:
             self._finish(transition, Phase.UNOBSERVABLE if transition.held_before else Phase.WORKED)
 
@@ -915,6 +943,12 @@ def _apart(value: float, threshold: float) -> tuple[str, str]:
 
 def _article(word: str) -> str:
     return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
+
+
+def _timeout(transition: Transition) -> int:
+    """The verify timeout of ``transition``: its fire's own, else its action's."""
+    given = transition.verify_timeout_ms
+    return transition.spec.verify_timeout_ms if given is None else given
 
 
 def _readings(predicate: Predicate | None) -> tuple[bool, ...]:

@@ -58,9 +58,10 @@ class Transition:
     # Why the change it rests on is credited to another fire, pending as well, instead.
     not_credited: str | None = None
     verify_timeout_ms: int | None = None  # the fire's, else the action's
-    # An already-true fire on polled state whose handler returned: a read begun after that
-    # is under way, and nothing settles it before that read has ended.
+    # On polled state, a fire whose handler returned and that would settle on "nothing
+    # changed": a read begun after that is under way, and it settles only once it ended.
     awaiting_read: bool = False
+    read_after_handler: bool = False  # such a read has ended
     handler_result: Any = None
     handler_failed: bool = False  # it raised, or was cancelled within its own work
     error: str | None = None
