@@ -27,6 +27,7 @@ from assay.clock import SYSTEM_CLOCK, Clock, VirtualClock
 from assay.errors import SessionError
 from assay.graph import Session, build_navigation_graph
 from assay.host import Application, Host
+from assay.host.wire import VerifyRequest
 from assay.host.application import ConnectContext, Connection
 from assay.ledger import Ledger, MemoryBackend
 from assay.mcp import build_server
@@ -474,3 +475,11 @@ async def test_a_handler_that_raised_is_its_own_problem_over_http() -> None:
     assert [(c["key"], c["before"], c["after"]) for c in commit] == [
         ("drone.mode", "GUIDED", "RTL")
     ]
+
+
+async def test_a_verify_on_polled_state_checks_what_the_application_holds_now() -> None:
+    app = _state()
+    async with Host(_application(app, interval=60), Ledger(MemoryBackend())) as host:
+        app["drone"]["mode"] = "RTL"  # after the last poll; the next is a minute away
+        outcome = await host.verify(VerifyRequest(expression="drone.mode === 'RTL'", timeout_ms=0))
+    assert (outcome.passed, outcome.poll_cycles) == (True, 1)

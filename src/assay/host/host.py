@@ -532,6 +532,7 @@ class Host:
         every ``PROGRESS_EVERY_S``, how long it has waited and what for."""
         session = self.session(request.session)
         predicate = self.predicate(request.expression)
+        await self.substrate.read_fresh()  # "holds now" is the application's now, not a poll's
         options = VerifyOptions(
             settle_ms=request.settle_ms,
             timeout_ms=request.timeout_ms,
