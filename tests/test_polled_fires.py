@@ -27,8 +27,8 @@ from assay.clock import SYSTEM_CLOCK, Clock, VirtualClock
 from assay.errors import SessionError
 from assay.graph import Session, build_navigation_graph
 from assay.host import Application, Host
-from assay.host.wire import VerifyRequest
 from assay.host.application import ConnectContext, Connection
+from assay.host.wire import VerifyRequest
 from assay.ledger import Ledger, MemoryBackend
 from assay.mcp import build_server
 from assay.redaction import Redaction

@@ -155,10 +155,14 @@ def load_state(path: str) -> dict[str, Any] | str:
     except UnicodeDecodeError as error:
         byte = error.object[error.start]
         return f"{named} is not UTF-8 text: it holds the byte 0x{byte:02x} at offset {error.start}"
+    from assay.state import json_text
+
     try:
-        state = json.loads(text)
+        state = json_text.loads(text)
     except json.JSONDecodeError as error:
         return f"{named} is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
+    except json_text.NumberTooLongError as error:
+        return f"{named}: {error}"
     except RecursionError:
         from assay.state import MAX_DEPTH
 
@@ -214,8 +218,12 @@ def compile_predicate(text: str) -> Predicate:
 
     if not text.lstrip().startswith("{"):
         return compile_expression(text)
+    from assay.state import json_text
+
     try:
-        contract = json.loads(text, object_pairs_hook=_without_duplicates)
+        contract = json_text.loads(text, object_pairs_hook=_without_duplicates)
+    except json_text.NumberTooLongError as error:
+        raise ContractError(f"EXPR, read as a declarative contract: {error}") from None
     except json.JSONDecodeError as error:
         raise ContractError(
             f"EXPR starts with '{{', so it is read as a declarative contract, but it is not "

@@ -361,10 +361,14 @@ def _parse_input(text: str) -> dict[str, Any]:
             raise WorkflowError(
                 f"the --input file {source!r} is not UTF-8 text: {error.reason}", field="input"
             ) from None
+    from assay.state import json_text
+
     try:
-        value = json.loads(text)
+        value = json_text.loads(text)
     except json.JSONDecodeError as error:
         raise WorkflowError(f"{source} is not JSON: {error}", field="input") from None
+    except json_text.NumberTooLongError as error:
+        raise WorkflowError(f"{source}: {error}", field="input") from None
     except RecursionError:
         raise WorkflowError(
             f"{source} nests too deeply to read; a run's input must nest at most 256 levels",

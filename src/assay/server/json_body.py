@@ -14,7 +14,9 @@ the routes of ``JSONRoute`` alike:
   between the halves) is ``json_invalid`` at the escape: Python's ``json`` would read it
   into a ``str`` no UTF-8 answer can carry. The hot path parses with pydantic, which refuses
   it itself;
-- a body nested too deeply for Python's parser is ``json_invalid``, saying so.
+- a body nested too deeply for Python's parser is ``json_invalid``, saying so;
+- an integer of more digits than Python converts (4,300) is ``json_number_too_long``, at
+  its field (``json_text``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 
+from assay.state import json_text
 from assay.state.canonical import (
     HALF_SURROGATE_PAIR,
     RepeatedKeyError,
@@ -138,9 +141,11 @@ class _JSONRequest(Request):
         except UnicodeDecodeError as error:
             raise _invalid(f"the body is not UTF-8 text ({error.reason})", error.start) from None
         try:
-            value = json.loads(text, object_pairs_hook=unique_keys)
+            value = json_text.loads(text, object_pairs_hook=unique_keys)
         except json.JSONDecodeError as error:
             raise _invalid(error.msg, error.pos) from None
+        except json_text.NumberTooLongError as error:
+            raise _too_long(error) from None
         except RecursionError:
             raise _invalid(_TOO_DEEP, 0) from None
         except RepeatedKeyError as repeated:
@@ -154,6 +159,13 @@ class _JSONRequest(Request):
         if not hasattr(self, "_json"):
             self.read_json(await self.body())
         return self._json
+
+
+def _too_long(error: json_text.NumberTooLongError) -> RequestValidationError:
+    """The 400 for an integer with more digits than Python converts, naming its field."""
+    return RequestValidationError(
+        [{"type": "json_number_too_long", "loc": ("body", *error.path), "msg": error.reason}]
+    )
 
 
 def _invalid(reason: str, position: int) -> RequestValidationError:

@@ -1,0 +1,165 @@
+"""Hostile JSON against every route that takes a body and every CLI input (issue 32, part 3).
+
+Each body of the corpus is sent to every such route of a real daemon over one keep-alive
+connection: each must be answered 400 with problem+json naming what is wrong (never a 500),
+and the next request on that connection must still be answered. The command line's JSON
+inputs (``verify --state FILE``, ``--state -``, a contract as EXPR, ``run --input``) must
+exit 2 with a message naming where. An integer over Python's 4,300 digits was a 500 on five
+routes and exit 70 on the command line.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from assay.cli.main import main
+from assay.examples.outpost import APPLICATION
+from assay.state.json_text import NumberTooLongError, loads
+from http_daemon import serving
+
+BIG = "9" * 5000
+DEEP = "[" * 100_000 + "]" * 100_000
+
+CORPUS: dict[str, bytes] = {
+    "integer of 5,000 digits in args": b'{"action": "inbox.send", "args": {"n": %s}}'
+    % BIG.encode(),
+    "negative integer of 5,000 digits at the top": b'{"timeout_ms": -%s}' % BIG.encode(),
+    "integer of 5,000 digits in an array": b'{"values": {"a": [1, %s]}}' % BIG.encode(),
+    "integer of 5,000 digits after a byte order mark": b"\xef\xbb\xbf"
+    + b'{"values": {"a": %s}}' % BIG.encode(),
+    "nesting 100,000 levels deep": b'{"values": {"a": ' + DEEP.encode() + b"}}",
+    "a key given twice": b'{"values": {"a": 1, "a": 2}, "values": {}}',
+    "half a surrogate pair": b'{"action": "\\ud800", "values": {"a": "\\udfff"}}',
+    "NaN": b'{"values": {"a": NaN}, "args": {"a": NaN}}',
+    "Infinity": b'{"values": {"a": -Infinity}, "args": {"a": Infinity}}',
+    "a float beyond a double": b'{"values": {"a": 1e400}, "args": {"a": 1e400}}',
+    "bytes that are not UTF-8": b'{"values": {"a": "\xff\xfe"}}',
+    "truncated": b'{"values": {"a": ',
+    "not an object": b"[1, 2, 3]",
+}
+
+ROUTES = (
+    "/v1/verify",
+    "/v1/actions",
+    "/v1/sessions",
+    "/v1/state/reports",
+    "/v1/workflows/competitor_deep_dive/runs",
+    "/v1/runs/no-such-run/resume",
+)
+
+
+@pytest.mark.anyio
+async def test_every_hostile_body_is_a_400_on_every_route_and_the_connection_lives() -> None:
+    answered: dict[tuple[str, str], int] = {}
+    async with (
+        serving(APPLICATION) as served,
+        httpx.AsyncClient(base_url=served.url, timeout=30) as client,
+    ):
+        for route in ROUTES:
+            for name, body in CORPUS.items():
+                response = await client.post(
+                    route, content=body, headers={"Content-Type": "application/json"}
+                )
+                answered[route, name] = response.status_code
+                assert response.headers["content-type"] == "application/problem+json", name
+                problem = response.json()
+                assert problem["status"] == response.status_code
+                assert problem["detail"], (route, name)
+                alive = await client.get("/healthz")  # the same keep-alive connection
+                assert alive.status_code == 200, (route, name)
+        big = await client.post(
+            "/v1/actions",
+            content=CORPUS["integer of 5,000 digits in args"],
+            headers={"Content-Type": "application/json"},
+        )
+    assert {status for status in answered.values()} == {400}, answered
+    assert len(answered) == len(ROUTES) * len(CORPUS) == 78
+    assert big.json()["errors"] == [
+        {
+            "field": "body.args.n",
+            "message": "an integer of 5,000 digits, more than the 4,300 a number may have; "
+            "send it as a string if it is an identifier",
+            "type": "json_number_too_long",
+        }
+    ]
+
+
+def test_loads_names_where_the_long_integer_stands() -> None:
+    with pytest.raises(NumberTooLongError) as raised:
+        loads('{"orders": [{"id": 1}, {"id": -' + BIG + "}]}")
+    assert (raised.value.path, raised.value.digits, raised.value.limit) == (
+        ("orders", 1, "id"),
+        5000,
+        4300,
+    )
+    assert str(raised.value).startswith("orders.1.id: an integer of 5,000 digits")
+    with pytest.raises(NumberTooLongError, match=r"^the value: an integer of 5,000"):
+        loads(BIG)
+    assert loads('{"n": ' + "9" * 4300 + "}") == {"n": int("9" * 4300)}
+
+
+def _long_state(tmp_path: Path) -> Path:
+    path = tmp_path / "state.json"
+    path.write_text('{"inbox": {"count": ' + BIG + "}}")
+    return path
+
+
+TOO_LONG = (
+    "inbox.count: an integer of 5,000 digits, more than the 4,300 a number may have; send it "
+    "as a string if it is an identifier"
+)
+
+
+def test_a_state_file_with_a_long_integer_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _long_state(tmp_path)
+    assert main(["verify", "inbox.count > 1", "--state", str(path)]) == 2
+    assert capsys.readouterr().err == (
+        f"assay verify: error: the state file {str(path)!r}: {TOO_LONG}\n"
+    )
+
+
+def test_a_state_on_stdin_with_a_long_integer_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = ('{"inbox": {"count": ' + BIG + "}}").encode()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data)))
+    assert main(["verify", "inbox.count > 1", "--state", "-"]) == 2
+    assert capsys.readouterr().err == (
+        f"assay verify: error: the state read from stdin: {TOO_LONG}\n"
+    )
+
+
+def test_a_contract_with_a_long_integer_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = tmp_path / "state.json"
+    state.write_text('{"a": 1}')
+    contract = json.dumps({"a": {"eq": 1}}).replace("1", BIG)
+    assert main(["verify", contract, "--state", str(state)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("assay verify: error: the contract is malformed: EXPR, read as a ")
+    assert "a.eq: an integer of 5,000 digits" in err
+
+
+@pytest.mark.parametrize("from_file", [False, True], ids=["inline", "@file"])
+def test_a_run_input_with_a_long_integer_is_a_usage_error(
+    from_file: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = '{"sources": [' + BIG + "]}"
+    given = text
+    if from_file:
+        path = tmp_path / "input.json"
+        path.write_text(text)
+        given = f"@{path}"
+    flow = Path(__file__).resolve().parents[1] / "examples/workflows/competitor_deep_dive.yaml"
+    code = main(["run", str(flow), "--input", given, "--ledger", "memory:"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "sources.0: an integer of 5,000 digits, more than the 4,300" in err
