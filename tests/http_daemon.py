@@ -119,11 +119,13 @@ class DaemonThread:
 
 @dataclass
 class Spawned:
-    """An ``assay serve`` process: its URL, the process, and what it logged so far."""
+    """An ``assay serve`` process: its URL, the process, and what it logged so far (on
+    stderr; ``out``: on stdout, where uvicorn writes its access log, when captured)."""
 
     url: str
     process: subprocess.Popen[str]
     log: list[str]
+    out: list[str]
 
 
 @contextlib.contextmanager
@@ -134,14 +136,15 @@ def spawn_daemon(
     timeout: float = 60,
     command: Sequence[str] = (sys.executable, "-m", "assay"),
     cwd: str | os.PathLike[str] | None = None,
+    stdout: bool = False,
 ) -> Iterator[Spawned]:
     """Run ``assay serve --port 0 ARGUMENTS`` (``command`` is how ``assay`` is run, in
-    ``cwd``); yield it once it listens; stop it (SIGINT)."""
+    ``cwd``); yield it once it listens; stop it (SIGINT). ``stdout``: capture its stdout."""
     env = {**os.environ, **(environ or {})}
     process = subprocess.Popen(
         [*command, "serve", "--port", "0", *arguments],
         stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE if stdout else subprocess.DEVNULL,
         text=True,
         env=env,
         cwd=cwd,
@@ -164,8 +167,12 @@ def spawn_daemon(
         raise AssertionError("assay serve did not start:\n" + "".join(lines))
     drain = threading.Thread(target=_drain, args=(process.stderr, lines), daemon=True)
     drain.start()
+    out: list[str] = []
+    drain_out = threading.Thread(target=_drain, args=(process.stdout, out), daemon=True)
+    if process.stdout is not None:
+        drain_out.start()
     try:
-        yield Spawned(url, process, lines)
+        yield Spawned(url, process, lines, out)
     finally:
         if process.poll() is None:
             process.send_signal(2)
@@ -176,6 +183,9 @@ def spawn_daemon(
                 process.wait()
         drain.join(5)
         process.stderr.close()
+        if process.stdout is not None:
+            drain_out.join(5)
+            process.stdout.close()
 
 
 def _drain(stream: Any, lines: list[str]) -> None:

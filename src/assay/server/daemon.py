@@ -21,6 +21,7 @@ from assay.host.loopback import KEEP_ALIVE_S, listen
 from assay.ledger.backend import hide_password
 from assay.ledger.url import open_ledger
 from assay.redaction import Redaction
+from assay.server.access_log import withhold_query_values
 from assay.server.app import create_app
 from assay.server.config import ServerConfig
 from assay.workflow.definition import Workflow, load_workflow
@@ -67,6 +68,7 @@ async def run(config: ServerConfig, *, ready: Callable[[str], None] | None = Non
                     workflows=workflows,
                     max_body_bytes=config.max_body_bytes,
                 )
+                withhold_query_values()  # uvicorn's access log would write ?token=...
                 server = _Server(
                     uvicorn.Config(
                         app,
