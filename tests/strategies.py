@@ -13,10 +13,15 @@ with ``below(n)`` choices where 0 is the simplest option, so failures shrink wel
 ``ExpressionBuilder`` runs on a seeded ``random.Random`` for campaigns outside Hypothesis.
 
 ``EXCLUSIONS`` lists what is deliberately never generated, and why.
+
+``quantified_contracts()`` draws declarative contracts with ``all``, ``any`` and
+``contains_all``, each condition with the expression that says the same, over
+``quantifier_states``; the comment above them lists where the two forms differ on purpose.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -674,3 +679,174 @@ def normal(value: Any) -> Any:
     if isinstance(value, list):
         return ("array", [normal(item) for item in value])
     return value
+
+
+# Declarative contracts with array quantifiers, each drawn with the expression that says the
+# same (``quantified_contracts``), over states of arrays of small records
+# (``quantifier_states``). The two forms differ on purpose in three ways, which the
+# expression written for each contract spells out: an ordering operator compares a number
+# with a number or a string with a string only (``typeof x === "number" && x > 1``), a path
+# through anything that is not an object is missing (``x?.k``; no member is named by an
+# index, nor `length`, which a string or an array has in JavaScript), and `all`, `any` and
+# `contains_all` on anything but an array are false (``Array.isArray(a) && ...``) where
+# JavaScript would throw. `eq`, `in` and `contains_all` compare by JSON deep equality,
+# `===` and `includes` by identity: the values compared are scalars, where the two agree.
+QUANTIFIER_FIELDS = ("k", "m", "r", "xs")
+QUANTIFIER_TOP_KEYS = ("a", "b")
+_QUANTIFIER_SCALARS = (None, True, False, 0, 1, 2.5, "", "1", "a", "ab")
+"""Few, so that values meet, and confusable: ``true`` and ``1``, ``"1"`` and ``1``, ``null``
+and ``false`` are different values to both forms."""
+quantifier_scalars = st.sampled_from(_QUANTIFIER_SCALARS)
+_quantifier_values = st.recursive(
+    quantifier_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(QUANTIFIER_FIELDS), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_quantifier_members = st.dictionaries(
+    st.sampled_from(QUANTIFIER_FIELDS), quantifier_scalars, max_size=2
+)
+_quantifier_records = st.dictionaries(
+    st.sampled_from(QUANTIFIER_FIELDS),
+    st.one_of(
+        quantifier_scalars,
+        quantifier_scalars,
+        st.lists(quantifier_scalars, max_size=3),
+        st.lists(_quantifier_members, max_size=3),
+        _quantifier_members,
+    ),
+    max_size=4,
+)
+_quantifier_arrays = st.one_of(
+    st.lists(quantifier_scalars, max_size=5),
+    st.lists(_quantifier_records, max_size=4),
+    st.lists(st.lists(quantifier_scalars, max_size=3), max_size=3),
+    st.lists(_quantifier_values, max_size=4),
+    _quantifier_values,
+)
+
+
+@st.composite
+def _quantifier_state(draw: st.DrawFn) -> dict[str, Any]:
+    # Each top-level key is usually present, and usually an array.
+    return {key: draw(_quantifier_arrays) for key in QUANTIFIER_TOP_KEYS if draw(st.integers(0, 5))}
+
+
+quantifier_states = _quantifier_state()
+"""Top-level arrays (mostly) of scalars, arrays and records over ``QUANTIFIER_FIELDS``."""
+
+_QUANTIFIER_ORDERING = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+_QUANTIFIER_SIMPLE = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "exists")
+_QUANTIFIER_PATHS = {"k": "?.k", "m": "?.m", "r.k": "?.r?.k", "xs": "?.xs", "r": "?.r"}
+MAX_DRAWN_NESTING = 3
+
+Test = Callable[[str], str]
+"""A JavaScript boolean about a subject, given the subject's source text."""
+
+
+def _js(value: Any) -> str:
+    return json.dumps(value)  # a JSON scalar is written the same in JavaScript
+
+
+@st.composite
+def _operator(draw: st.DrawFn, name: str, depth: int) -> tuple[Any, Test]:
+    """An operand for ``name`` and the expression that tests a subject the same way."""
+    if name in ("eq", "ne"):
+        value = draw(quantifier_scalars)
+        sign = "===" if name == "eq" else "!=="
+        return value, lambda s: f"{s} {sign} {_js(value)}"
+    if name in _QUANTIFIER_ORDERING:
+        bound = draw(st.sampled_from([0, 1, 2.5, -1, "", "1", "a", "ab"]))
+        kind = "string" if isinstance(bound, str) else "number"
+        sign = _QUANTIFIER_ORDERING[name]
+        return bound, lambda s: f'typeof {s} === "{kind}" && {s} {sign} {_js(bound)}'
+    if name in ("in", "nin"):
+        values = draw(st.lists(quantifier_scalars, max_size=3))
+        listed = f"[{', '.join(map(_js, values))}]"
+        negate = "!" if name == "nin" else ""
+        return values, lambda s: f"{negate}{listed}.includes({s})"
+    if name == "exists":
+        present = draw(st.booleans())
+        return present, lambda s: f"{s} {'!==' if present else '==='} undefined"
+    if name == "contains_all":
+        values = draw(st.lists(quantifier_scalars, max_size=3))
+        listed = f"[{', '.join(map(_js, values))}]"
+        v, e = f"v{depth}", f"e{depth}"
+        if draw(st.booleans()):
+            return (
+                values,
+                lambda s: f"Array.isArray({s}) && {listed}.every({v} => {s}.includes({v}))",
+            )
+        field = draw(st.sampled_from(("k", "m")))
+        return (
+            {"by": field, "values": values},
+            lambda s: (
+                f"Array.isArray({s}) && "
+                f"{listed}.every({v} => {s}.some({e} => {e}?.{field} === {v}))"
+            ),
+        )
+    clause, test = draw(_clause(depth + 1))
+    method = "every" if name == "all" else "some"
+    x = f"x{depth + 1}"
+    return clause, lambda s: f"Array.isArray({s}) && {s}.{method}({x} => {test(x)})"
+
+
+@st.composite
+def _operator_set(draw: st.DrawFn, depth: int) -> tuple[dict[str, Any], Test]:
+    """One to two operators for one subject, all of which must hold."""
+    names = (*_QUANTIFIER_SIMPLE, "contains_all")
+    if depth < MAX_DRAWN_NESTING:
+        names += ("all", "any")
+    chosen = draw(st.lists(st.sampled_from(names), min_size=1, max_size=2, unique=True))
+    operators: dict[str, Any] = {}
+    tests: list[Test] = []
+    for name in chosen:
+        operand, test = draw(_operator(name, depth))
+        operators[name] = operand
+        tests.append(test)
+    return operators, lambda s: " && ".join(f"({test(s)})" for test in tests)
+
+
+@st.composite
+def _clause(draw: st.DrawFn, depth: int) -> tuple[dict[str, Any], Test]:
+    """The nested conditions of an ``all`` or ``any``: on the element itself, or on members
+    of it (an operator set, or a scalar for ``eq``)."""
+    if draw(st.booleans()):
+        return draw(_operator_set(depth))
+    paths = draw(st.lists(st.sampled_from(tuple(_QUANTIFIER_PATHS)), min_size=1, max_size=2))
+    clause: dict[str, Any] = {}
+    tests: list[Test] = []
+    for path in dict.fromkeys(paths):
+        suffix = _QUANTIFIER_PATHS[path]
+        if draw(st.integers(0, 3)) == 0:
+            value = draw(quantifier_scalars)
+            clause[path] = value
+            tests.append(lambda x, suffix=suffix, value=value: f"{x}{suffix} === {_js(value)}")
+        else:
+            operators, test = draw(_operator_set(depth))
+            clause[path] = operators
+            tests.append(lambda x, suffix=suffix, test=test: test(f"{x}{suffix}"))
+    return clause, lambda x: " && ".join(f"({test(x)})" for test in tests)
+
+
+@st.composite
+def quantified_contracts(draw: st.DrawFn) -> tuple[dict[str, Any], list[str]]:
+    """A declarative contract on ``QUANTIFIER_TOP_KEYS`` whose every condition is an ``all``,
+    an ``any`` or a ``contains_all`` (nested conditions may be anything), and for each of its
+    conditions, in the order it checks them, the expression that gives the same verdict on
+    every state."""
+    keys = draw(st.lists(st.sampled_from(QUANTIFIER_TOP_KEYS), min_size=1, max_size=2))
+    contract: dict[str, Any] = {}
+    tests: list[str] = []
+    for key in dict.fromkeys(keys):
+        names = st.sampled_from(("all", "any", "contains_all"))
+        chosen = draw(st.lists(names, min_size=1, max_size=2, unique=True))
+        operators: dict[str, Any] = {}
+        for name in chosen:
+            operand, test = draw(_operator(name, 0))
+            operators[name] = operand
+            tests.append(test(key))
+        contract[key] = operators
+    return contract, tests

@@ -6,8 +6,9 @@ tool, with a contract written from what the tool means. ``RetailReplay`` is the
 application: it keeps its own copy of the retail database and, when an action fires, looks
 up the recorded write scripted for that position, applies its recorded changes and reports
 them to the session as one state report, or raises the error the real application raised.
-A script step may also be perturbed: the change never applied, applied late, or applied to
-the wrong order (or user). And an agent may retry right after a late landing: its fire
+A script step may also be perturbed: the change never applied, applied late, applied to
+the wrong order (or user), or applied partly (one of the items asked for left out, or a
+cancellation's refunds). And an agent may retry right after a late landing: its fire
 failed at its timeout, the change landed after all, and it fired again at once
 (``retry_after_late_landing``), with the state pushed to the session or pulled by a probe
 that reads the records.
@@ -32,7 +33,7 @@ from typing import Any, Final
 
 from assay.clock import VirtualClock
 from assay.expr.path import MISSING, format_path, parse_path, read_path
-from assay.graph import Answer, FireResult, Session, build_navigation_graph
+from assay.graph import Answer, FireResult, NavigationGraph, Session, build_navigation_graph
 from assay.state import Snapshot
 from assay.state.probes import CallableProbe
 from assay.state.substrate import Substrate
@@ -70,6 +71,10 @@ def _address_contract(prefix: str) -> dict[str, Any]:
 # Contracts are declarative so the already-true rule can apply: each verify puts conditions
 # inside every key the action declares it writes. The order tools write all over one order
 # (status, items, payment_history, exchange_* and return_* fields), so they declare the order.
+# Array quantifiers check the items and payments a tool acts on, not only the status it sets:
+# the recorded return_items and exchange_items hold the ids asked for (in their own order),
+# a modified order's items hold the new item ids, and a cancelled order records a refund
+# (a pending order's history holds payments only).
 ACTIONS: Final[dict[str, dict[str, Any]]] = {
     "cancel_pending_order": {
         "does": "Cancel a pending order, refunding its payments, for the reason given",
@@ -77,6 +82,7 @@ ACTIONS: Final[dict[str, dict[str, Any]]] = {
         "verify": {
             "orders.{order_id}.status": {"eq": "cancelled"},
             "orders.{order_id}.cancel_reason": {"eq": {"arg": "reason"}},
+            "orders.{order_id}.payment_history": {"any": {"transaction_type": "refund"}},
         },
         "reversibility": "irreversible",
     },
@@ -89,7 +95,17 @@ ACTIONS: Final[dict[str, dict[str, Any]]] = {
         "does": "Swap items of a pending order for other variants of the same products, "
         "paying or refunding the difference; an order's items can be modified once",
         "writes": ["orders.{order_id}"],
-        "verify": {"orders.{order_id}.status": {"eq": "pending (item modified)"}},
+        "verify": {
+            "orders.{order_id}.status": {"eq": "pending (item modified)"},
+            "orders.{order_id}.items": {
+                "contains_all": {"by": "item_id", "values": {"arg": "new_item_ids"}}
+            },
+            # The difference is paid or refunded with the method given; the order's first
+            # payment may have used it too, so this alone would not show the modification.
+            "orders.{order_id}.payment_history": {
+                "any": {"payment_method_id": {"arg": "payment_method_id"}}
+            },
+        },
         "reversibility": "irreversible",
     },
     "modify_user_address": {
@@ -103,6 +119,8 @@ ACTIONS: Final[dict[str, dict[str, Any]]] = {
         "writes": ["orders.{order_id}"],
         "verify": {
             "orders.{order_id}.status": {"eq": "exchange requested"},
+            "orders.{order_id}.exchange_items": {"contains_all": {"arg": "item_ids"}},
+            "orders.{order_id}.exchange_new_items": {"contains_all": {"arg": "new_item_ids"}},
             "orders.{order_id}.exchange_payment_method_id": {"eq": {"arg": "payment_method_id"}},
         },
         "reversibility": "irreversible",
@@ -112,6 +130,7 @@ ACTIONS: Final[dict[str, dict[str, Any]]] = {
         "writes": ["orders.{order_id}"],
         "verify": {
             "orders.{order_id}.status": {"eq": "return requested"},
+            "orders.{order_id}.return_items": {"contains_all": {"arg": "item_ids"}},
             "orders.{order_id}.return_payment_method_id": {"eq": {"arg": "payment_method_id"}},
         },
         "reversibility": "irreversible",
@@ -119,6 +138,28 @@ ACTIONS: Final[dict[str, dict[str, Any]]] = {
 }
 
 GRAPH: Final = build_navigation_graph("tau2-retail", {PAGE: {"actions": ACTIONS}})
+
+QUANTIFIERS: Final = frozenset({"all", "any", "contains_all"})
+STATUS_ONLY_GRAPH: Final = build_navigation_graph(
+    "tau2-retail-status-only",
+    {
+        PAGE: {
+            "actions": {
+                name: {
+                    **spec,
+                    "verify": {
+                        key: condition
+                        for key, condition in spec["verify"].items()
+                        if not (isinstance(condition, dict) and QUANTIFIERS & set(condition))
+                    },
+                }
+                for name, spec in ACTIONS.items()
+            }
+        }
+    },
+)
+"""The graph with the array conditions left out: the contracts before the filter form had
+quantifiers, which checked the status and the payment method only."""
 
 
 class ReplayMismatchError(AssertionError):
@@ -311,6 +352,7 @@ class Mode(enum.Enum):
     NEVER = "never applied"
     LATE = "applied late"
     WRONG_TARGET = "applied to the wrong order"
+    PARTLY = "applied partly"
 
 
 @dataclass(frozen=True)
@@ -379,6 +421,8 @@ class RetailReplay:
             self.clock.call_later(LATE_S, lambda: self._commit(after))
         elif step.mode is Mode.WRONG_TARGET:
             self._commit(retarget(self.db, after, target_of(write), step.wrong_target))
+        elif step.mode is Mode.PARTLY:
+            self._commit(partly(self.db, after, write))
 
     def _commit(self, after: Mapping[Entity, Any]) -> None:
         report = {}
@@ -420,6 +464,39 @@ def retarget(
     moved = {entity: value for entity, value in after.items() if entity != target}
     moved[wrong] = apply_merge_patch(db[wrong[0]][wrong[1]], patch)
     return moved
+
+
+PARTLY_APPLIED: Final = frozenset(
+    {
+        "cancel_pending_order",
+        "modify_pending_order_items",
+        "exchange_delivered_order_items",
+        "return_delivered_order_items",
+    }
+)
+"""The tools whose change can land partly: those that act on items or payments."""
+
+
+def partly(db: Mapping[str, Any], after: Mapping[Entity, Any], write: RecordedWrite) -> Any:
+    """``after`` with part of the write's change left out: the last item asked for is not
+    returned, exchanged or swapped (every element of it, should it be asked twice), or a
+    cancellation records no refund; the rest of the change lands."""
+    target = target_of(write)
+    before = db[target[0]][target[1]]
+    record = copy.deepcopy(after[target])
+    args = write.arguments
+    if write.name == "cancel_pending_order":
+        record["payment_history"] = copy.deepcopy(before["payment_history"])
+    elif write.name == "modify_pending_order_items":
+        new = args["new_item_ids"][-1]
+        for index, item in enumerate(record["items"]):
+            if item["item_id"] == new and before["items"][index]["item_id"] != new:
+                record["items"][index] = copy.deepcopy(before["items"][index])
+    else:
+        field = "return_items" if write.name == "return_delivered_order_items" else "exchange_items"
+        asked = args["item_ids"][-1]
+        record[field] = [item for item in record[field] if item != asked]
+    return {**after, target: record}
 
 
 def wrong_target_for(db: Mapping[str, Any], write: RecordedWrite) -> Entity:
@@ -506,10 +583,18 @@ async def replay_task(task: TrainTask, db: Mapping[str, Any], *, style: str) -> 
     return replay
 
 
-async def perturb(write: RecordedWrite, before: Snapshot, mode: Mode, *, style: str) -> Fired:
-    """Fire ``write`` on a fresh session holding ``before``, perturbed as ``mode`` says."""
+async def perturb(
+    write: RecordedWrite,
+    before: Snapshot,
+    mode: Mode,
+    *,
+    style: str,
+    graph: NavigationGraph = GRAPH,
+) -> Fired:
+    """Fire ``write`` on a fresh session of ``graph`` holding ``before``, perturbed as
+    ``mode`` says."""
     clock = VirtualClock()
-    session = GRAPH.create_session(node=PAGE, state=before.objects, clock=clock)
+    session = graph.create_session(node=PAGE, state=before.objects, clock=clock)
     app = RetailReplay(before.objects, clock, style=style)
     app.connect(session)
     wrong = wrong_target_for(app.db, write) if mode is Mode.WRONG_TARGET else None

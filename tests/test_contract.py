@@ -20,7 +20,7 @@ from assay.expr.predicate import Check, ConditionEvidence, Predicate
 from assay.redaction import Redaction
 from strategies import json_values, scalars
 
-VALID = "eq, ne, gt, gte, lt, lte, in, nin, exists, contains, matches"
+VALID = "eq, ne, gt, gte, lt, lte, in, nin, exists, contains, matches, all, any, contains_all"
 
 small_values = st.recursive(
     st.none() | st.booleans() | st.sampled_from([0, 1, 1.0, 2, "a", "1"]),
@@ -396,10 +396,14 @@ def test_matches_needs_a_string() -> None:
     ],
 )
 def test_missing_keys(op: str, operand: Any, result: bool) -> None:
+    # The quantifiers on a missing key are in test_contract_quantifiers.py.
     assert set(OPERATORS) == {"eq", "ne", "gt", "gte", "lt", "lte", "in", "nin"} | {
         "exists",
         "contains",
         "matches",
+        "all",
+        "any",
+        "contains_all",
     }
     item = one({"inbox.missing": {op: operand}}, {"inbox": {"sent_count": 14}})
     assert item == ConditionEvidence(

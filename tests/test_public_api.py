@@ -13,6 +13,7 @@ PUBLIC = {
     "ContractError",
     "Contract",
     "CriterionResult",
+    "ElementEvidence",
     "Expression",
     "ExpressionError",
     "ExpressionEvaluationError",

@@ -27,6 +27,8 @@ from tau2_retail import (
     GRAPH,
     LATE_S,
     PAGE,
+    PARTLY_APPLIED,
+    STATUS_ONLY_GRAPH,
     Fired,
     Mode,
     RecordedWrite,
@@ -37,6 +39,7 @@ from tau2_retail import (
     fire_step,
     load_db,
     load_train_tasks,
+    perturb,
     perturbation_sample,
     recorded_after,
     replay_all,
@@ -368,6 +371,61 @@ def test_a_change_applied_to_the_wrong_order_fails_naming_what_changed(replay: R
             fired.after.objects[target[0]][target[1]]
             == (fired.before.objects[target[0]][target[1]])
         )
+
+
+def _left_out(write: RecordedWrite) -> str:
+    """What the narrative of a partly applied ``write`` must name as failing."""
+    order = format_path(("orders", write.arguments["order_id"]))
+    if write.name == "cancel_pending_order":
+        return (
+            f"no element of {order}.payment_history satisfied it; the nearest, "
+            f'{order}.payment_history.0.transaction_type was "payment", not "refund"'
+        )
+    if write.name == "modify_pending_order_items":
+        return f'{order}.items lacked item_id "{write.arguments["new_item_ids"][-1]}"'
+    field = "return_items" if write.name == "return_delivered_order_items" else "exchange_items"
+    return f'{order}.{field} lacked "{write.arguments["item_ids"][-1]}"'
+
+
+def test_a_change_applied_partly_fails_naming_what_was_left_out(replay: Replay) -> None:
+    """A return, exchange or item modification that leaves out an item asked for, or a
+    cancellation that records no refund, fails, its narrative naming the element or the
+    value at fault. Under the contracts on status and payment method alone (before the
+    filter form had array quantifiers) every one of them answered worked."""
+    changing = [
+        fired
+        for fired in replay.fires(refire=False)
+        if fired.write.name in PARTLY_APPLIED and fired.write.outcome == "ok"
+    ]
+    assert len(changing) == 96
+
+    async def run() -> list[tuple[Fired, Fired]]:
+        return [
+            (
+                await perturb(fired.write, fired.before, Mode.PARTLY, style=replay.style),
+                await perturb(
+                    fired.write,
+                    fired.before,
+                    Mode.PARTLY,
+                    style=replay.style,
+                    graph=STATUS_ONLY_GRAPH,
+                ),
+            )
+            for fired in changing
+        ]
+
+    for checked, status_only in asyncio.run(run()):
+        outcome = checked.answer.outcome
+        assert checked.answer.answer == "failed", checked.write.label
+        assert outcome is not None and not outcome.passed
+        # A failure's commit lists the declared changes all the same: what was seen instead.
+        record = format_path(target_of(checked.write))
+        declared = [c for c in outcome.changed_fields if c.key.startswith(record)]
+        assert checked.answer.commit == declared != []
+        assert outcome.narrative.endswith(
+            f"but the contract still evaluated to false ({_left_out(checked.write)})."
+        ), outcome.narrative
+        assert status_only.answer.answer == "worked", status_only.write.label
 
 
 def test_the_replay_counts(replay: Replay) -> None:

@@ -247,6 +247,73 @@ def test_a_contract_failure_names_the_failing_condition() -> None:
     )
 
 
+def test_a_quantifier_failure_names_the_element_and_the_nested_condition() -> None:
+    async def script(store: StateStore, clock: VirtualClock) -> None:
+        await clock.advance(0.2)
+        store.report({"orders.a.items": [{"status": "returned"}, {"status": "delivered"}]})
+
+    before = {"orders": {"a": {"items": [{"status": "delivered"}, {"status": "delivered"}]}}}
+    outcome = run_verification(
+        compile_contract({"orders.a.items": {"all": {"status": "returned"}}}), before, script
+    )
+    assert outcome.narrative == (
+        'orders.a.items changed from [{"status":"delivered"},{"status":"delivered"}] to '
+        '[{"status":"returned"},{"status":"delivered"}] after 2 poll cycles (5000ms), but the '
+        'contract still evaluated to false (orders.a.items.1.status was "delivered", not '
+        '"returned").'
+    )
+
+
+def test_contains_all_and_any_failures_name_what_is_lacking_and_the_nearest_element() -> None:
+    async def script(store: StateStore, clock: VirtualClock) -> None:
+        await clock.advance(0.2)
+        store.report(
+            {
+                "orders.a.return_items": ["1"],
+                "orders.a.payments": [{"kind": "payment", "amount": 3}],
+            }
+        )
+
+    contract = compile_contract(
+        {
+            "orders.a.return_items": {"contains_all": ["1", "2"]},
+            "orders.a.payments": {"any": {"kind": "refund", "amount": {"gt": 0}}},
+        }
+    )
+    outcome = run_verification(contract, {"orders": {"a": {"payments": []}}}, script)
+    assert outcome.narrative == (
+        'orders.a.payments changed from [] to [{"kind":"payment","amount":3}] and '
+        'orders.a.return_items changed from missing to ["1"] after 2 poll cycles (5000ms), '
+        'but the contract still evaluated to false (orders.a.return_items lacked "2"; no '
+        "element of orders.a.payments satisfied it; the nearest, orders.a.payments.0.kind "
+        'was "payment", not "refund").'
+    )
+
+
+def test_an_unchanged_array_names_the_element_at_fault_beyond_its_summary() -> None:
+    # The summary of a long array is cut at 200 characters, before the element that fails.
+    items = [{"sku": f"item-{n:03}", "status": "returned"} for n in range(20)]
+    items[17]["status"] = "delivered"
+    outcome = run_verification(
+        compile_contract({"items": {"all": {"status": "returned"}}}), {"items": items}, nothing
+    )
+    assert '"delivered"' not in outcome.narrative.split(" (")[0]
+    assert outcome.narrative.endswith(
+        '… (items.17.status was "delivered", not "returned") after 1 poll cycle (5000ms); '
+        "nothing observable changed. The action may have failed silently."
+    )
+
+
+def test_a_quantifier_on_a_value_that_is_not_an_array_says_the_types_differ() -> None:
+    outcome = run_verification(
+        compile_contract({"items": {"all": {"gte": 0}}}), {"items": {"a": 1}}, nothing
+    )
+    assert outcome.narrative == (
+        'items remained {"a":1} after 1 poll cycle (5000ms); nothing observable changed. It '
+        "cannot hold while the types differ: items is an object, all needs an array."
+    )
+
+
 def test_a_condition_comparing_values_of_different_types_says_so() -> None:
     # The reason was kept in the condition's evidence, but the narrative blamed the action.
     async def script(store: StateStore, clock: VirtualClock) -> None:

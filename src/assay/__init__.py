@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from assay.expr import Check as Check
     from assay.expr import ConditionEvidence as ConditionEvidence
     from assay.expr import Contract as Contract
+    from assay.expr import ElementEvidence as ElementEvidence
     from assay.expr import Expression as Expression
     from assay.expr import Limits as Limits
     from assay.expr import Predicate as Predicate
@@ -48,6 +49,7 @@ _LAZY = {
             "Check",
             "ConditionEvidence",
             "Contract",
+            "ElementEvidence",
             "Expression",
             "Limits",
             "Predicate",
@@ -81,6 +83,7 @@ __all__ = [
     "Contract",
     "ContractError",
     "CriterionResult",
+    "ElementEvidence",
     "Expression",
     "ExpressionError",
     "ExpressionEvaluationError",

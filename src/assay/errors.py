@@ -150,11 +150,13 @@ class ExpressionLimitError(ExpressionEvaluationError):
 
 
 class ContractError(AssayError, ValueError):
-    """A declarative filter contract is malformed; ``key`` names the condition at fault."""
+    """A declarative filter contract is malformed; ``key`` names the condition at fault
+    (a nested one as ``items[*].status``) and ``op``, when known, its operator."""
 
-    def __init__(self, message: str, key: str | None = None) -> None:
+    def __init__(self, message: str, key: str | None = None, op: str | None = None) -> None:
         super().__init__(message)
         self.key = key
+        self.op = op
 
 
 class StateError(AssayError, ValueError):

@@ -7,6 +7,7 @@ from assay.expr.expression import compile_expression as compile_expression
 from assay.expr.limits import Limits as Limits
 from assay.expr.predicate import Check as Check
 from assay.expr.predicate import ConditionEvidence as ConditionEvidence
+from assay.expr.predicate import ElementEvidence as ElementEvidence
 from assay.expr.predicate import Predicate as Predicate
 from assay.expr.values import UNDEFINED as UNDEFINED
 from assay.expr.values import Undefined as Undefined

@@ -5,6 +5,8 @@ operators compare numbers with numbers and strings with strings (by UTF-16 code 
 JavaScript does); anything else is false with a reason. ``matches`` takes a bounded RE2
 pattern. An operator bound to its operand (``bind_operator``) tests a present value; a
 missing one holds only for ``ne``, ``nin`` and ``exists: false`` (``holds_if_missing``).
+The array quantifiers ``all``, ``any`` and ``contains_all`` are named here and run in
+``quantifiers``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ OPERATORS: Final = (
     "exists",
     "contains",
     "matches",
+    "all",
+    "any",
+    "contains_all",
 )
 """The operator names of the declarative form, in the order the documentation lists them."""
 
@@ -56,7 +61,8 @@ _VALID = ", ".join(OPERATORS)
 
 OperatorTest = Callable[[Any], tuple[bool, str | None]]
 """An operator bound to its operand: the verdict on a present value, and why if it could
-not compare."""
+not compare, said of the value without naming it (``is a string, gte needs a number``), so
+that the condition names it by its path, the path of an array's element included."""
 
 
 def json_equal(a: Any, b: Any) -> bool:
@@ -173,6 +179,7 @@ def check_operand(op: str, operand: Any, key: str) -> None:
                 f"contract key {key!r}: {op} needs a number or a string, "
                 f"got {json_type_name(operand)}",
                 key=key,
+                op=op,
             )
     elif op in ("in", "nin"):
         if not isinstance(operand, list):
@@ -180,15 +187,25 @@ def check_operand(op: str, operand: Any, key: str) -> None:
                 f"contract key {key!r}: {op} needs a list of values, "
                 f'got {json_type_name(operand)}; write {{"{op}": [...]}}',
                 key=key,
+                op=op,
             )
     elif op == "exists":
         if not isinstance(operand, bool):
             raise ContractError(
                 f"contract key {key!r}: exists needs true or false, got {json_type_name(operand)}",
                 key=key,
+                op=op,
             )
     elif op == "matches":
         compile_pattern(operand, key)
+    elif op == "contains_all" and not isinstance(operand, list):
+        raise ContractError(
+            f"contract key {key!r}: contains_all needs a list of values, "
+            f'got {json_type_name(operand)}; write {{"contains_all": [...]}}, or '
+            '{"contains_all": {"by": "item_id", "values": [...]}} to match elements by a member',
+            key=key,
+            op=op,
+        )
 
 
 def compile_pattern(pattern: Any, key: str) -> Any:
@@ -198,12 +215,14 @@ def compile_pattern(pattern: Any, key: str) -> Any:
             f"contract key {key!r}: matches needs a regular expression string, "
             f"got {json_type_name(pattern)}",
             key=key,
+            op="matches",
         )
     if len(pattern) > PATTERN_LIMIT:
         raise ContractError(
             f"contract key {key!r}: the matches pattern has {len(pattern)} characters, "
             f"more than the limit of {PATTERN_LIMIT}",
             key=key,
+            op="matches",
         )
     try:
         return _compiled(pattern)
@@ -215,6 +234,7 @@ def compile_pattern(pattern: Any, key: str) -> Any:
             f"contract key {key!r}: the matches pattern {pattern!r} is not a valid RE2 "
             f"regular expression ({detail})",
             key=key,
+            op="matches",
         ) from None
 
 
@@ -228,9 +248,9 @@ def _compiled(pattern: str) -> Any:
     return re2.compile(pattern, options)
 
 
-def bind_operator(op: str, operand: Any, key: str, authored: str) -> OperatorTest:
-    """``op`` bound to its checked ``operand``; ``key`` names the value in reasons, and
-    ``authored`` the key as written, in a pattern error."""
+def bind_operator(op: str, operand: Any, authored: str) -> OperatorTest:
+    """``op`` (not a quantifier) bound to its checked ``operand``; ``authored`` names the
+    key as written, in a pattern error."""
     if op in ("eq", "ne"):
         negate = op == "ne"
         return lambda actual: (json_equal(actual, operand) != negate, None)
@@ -240,20 +260,20 @@ def bind_operator(op: str, operand: Any, key: str, authored: str) -> OperatorTes
     if op == "exists":
         return lambda actual: (operand, None)
     if op in _ORDERING:
-        return _ordering(op, operand, key)
+        return _ordering(op, operand)
     if op == "contains":
-        return _contains(operand, key)
-    return _matches(compile_pattern(operand, authored), key)
+        return _contains(operand)
+    return _matches(compile_pattern(operand, authored))
 
 
-def _ordering(op: str, operand: Any, key: str) -> OperatorTest:
+def _ordering(op: str, operand: Any) -> OperatorTest:
     """Numbers with numbers, strings with strings by UTF-16 code units, as JavaScript does."""
     if isinstance(operand, str):
         compare_strings = _STRING_ORDERING[op]
 
         def test_string(actual: Any) -> tuple[bool, str | None]:
             if not isinstance(actual, str):
-                return False, f"{key} is {json_type_name(actual)}, {op} needs a string"
+                return False, f"is {json_type_name(actual)}, {op} needs a string"
             return compare_strings(actual, operand), None
 
         return test_string
@@ -262,32 +282,32 @@ def _ordering(op: str, operand: Any, key: str) -> OperatorTest:
 
     def test_number(actual: Any) -> tuple[bool, str | None]:
         if isinstance(actual, bool) or not isinstance(actual, int | float):
-            return False, f"{key} is {json_type_name(actual)}, {op} needs a number"
+            return False, f"is {json_type_name(actual)}, {op} needs a number"
         return compare(actual, operand), None
 
     return test_number
 
 
-def _contains(operand: Any, key: str) -> OperatorTest:
+def _contains(operand: Any) -> OperatorTest:
     def test(actual: Any) -> tuple[bool, str | None]:
         if isinstance(actual, str):
             if isinstance(operand, str):
                 return operand in actual, None
             return False, (
-                f"{key} is a string, contains needs a string to look for in it, "
+                "is a string, contains needs a string to look for in it, "
                 f"not {json_type_name(operand)}"
             )
         if isinstance(actual, list | tuple):
             return any(json_equal(item, operand) for item in actual), None
-        return False, f"{key} is {json_type_name(actual)}, contains needs a string or an array"
+        return False, f"is {json_type_name(actual)}, contains needs a string or an array"
 
     return test
 
 
-def _matches(pattern: Any, key: str) -> OperatorTest:
+def _matches(pattern: Any) -> OperatorTest:
     def test(actual: Any) -> tuple[bool, str | None]:
         if not isinstance(actual, str):
-            return False, f"{key} is {json_type_name(actual)}, matches needs a string"
+            return False, f"is {json_type_name(actual)}, matches needs a string"
         try:
             return pattern.search(actual) is not None, None
         except UnicodeEncodeError:

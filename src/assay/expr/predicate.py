@@ -20,7 +20,8 @@ class ConditionEvidence:
     """What one declarative condition saw: SPEC §3's evidence record.
 
     ``actual_summary`` is the observed value rendered as JSON and truncated, or ``None``
-    when the key is redacted (then ``redacted`` is true) or was missing.
+    when the key is redacted (then ``redacted`` is true) or was missing. ``elements`` and
+    ``missing`` are set by the array quantifiers only, once they have looked inside an array.
     """
 
     key: str
@@ -30,6 +31,24 @@ class ConditionEvidence:
     result: bool
     redacted: bool = False
     reason: str | None = None
+    elements: tuple[ElementEvidence, ...] | None = None
+    """``all`` and ``any``: the element that decided the verdict, as JavaScript's ``every``
+    and ``some`` stop at it (the first that failed ``all``, the first that held ``any``; for
+    an ``any`` that failed, the nearest: the element with the most nested conditions held),
+    or none (``all`` held by every element, ``any`` on an empty array)."""
+    missing: tuple[Any, ...] | None = None
+    """``contains_all``: the operand's values that the array does not hold, in its order."""
+
+
+@dataclass(frozen=True, slots=True)
+class ElementEvidence:
+    """One element of an array as an ``all`` or ``any`` condition saw it: its ``index``,
+    whether it satisfied every nested condition (``result``), and each nested condition's
+    evidence, keyed by its full path (``orders.o1.items.2.status``)."""
+
+    index: int
+    result: bool
+    conditions: tuple[ConditionEvidence, ...]
 
 
 @dataclass(frozen=True, slots=True)

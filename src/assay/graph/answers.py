@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from pydantic import TypeAdapter
+
 from assay.expr.path import parse_path
 from assay.expr.predicate import ConditionEvidence, Predicate
 from assay.graph.binding import AllOf, related
@@ -15,6 +17,9 @@ from assay.graph.result import ALREADY_TRUE_WHY, Answer, CurrentCheck, EffectSta
 from assay.graph.transition import Phase, Transition
 from assay.state.snapshot import FieldChange, Snapshot
 from assay.verify.outcome import VerificationOutcome
+
+_EVIDENCE: Final = TypeAdapter(list[ConditionEvidence])
+"""Reads recorded condition evidence back, a quantifier's nested element evidence included."""
 
 _STATUSES: Final[dict[Phase, EffectStatus]] = {
     Phase.PENDING: "pending",
@@ -123,9 +128,7 @@ def answer_from_evidence(
         answer=phase.value,
         why=_why_settled(phase, verified, error) + FROM_EVIDENCE,
         outcome=verified,
-        already_true=None
-        if evidence is None
-        else [ConditionEvidence(**condition) for condition in evidence],
+        already_true=None if evidence is None else _EVIDENCE.validate_python(evidence),
         commit=[FieldChange(**change) for change in body.get("commit", [])],
         effect=body.get("effect"),
         error=error,

@@ -13,9 +13,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from assay.expr import Expression
-from assay.expr.contract import PLACEHOLDER, Contract, placeholder_text
+from assay.expr.contract import Contract
 from assay.expr.path import format_path, json_type_name, parse_path
 from assay.expr.predicate import Check, Predicate, require_state
+from assay.expr.specs import PLACEHOLDER, placeholder_text
 
 
 class ArgsPredicate:

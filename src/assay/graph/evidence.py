@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Protocol
 
+from assay.expr.predicate import ConditionEvidence
 from assay.graph.transition import Transition
 from assay.state.snapshot import FieldChange
 
@@ -28,6 +29,20 @@ def change_json(change: FieldChange) -> dict[str, Any]:
     return {"key": change.key, "before": change.before, "after": change.after, "kind": change.kind}
 
 
+def condition_json(condition: ConditionEvidence) -> dict[str, Any]:
+    """A condition's evidence as plain JSON, a quantifier's element evidence nested in it
+    (its tuples as lists, which the ledger's canonical form writes on its fast path)."""
+    return {key: _plain(value) for key, value in dataclasses.asdict(condition).items()}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
 def fire_body(transition: Transition) -> dict[str, Any]:
     """A fire entry's body: the action, its arguments, what it declares, and any already-true
     evidence, as of the fire."""
@@ -39,9 +54,7 @@ def fire_body(transition: Transition) -> dict[str, Any]:
         "writes": list(transition.writes),
         "contract": transition.predicate.source if transition.predicate else None,
         "materialized": transition.materialized,
-        "already_true": None
-        if evidence is None
-        else [dataclasses.asdict(condition) for condition in evidence],
+        "already_true": None if evidence is None else [condition_json(c) for c in evidence],
         "state_version": transition.before.version,
     }
 

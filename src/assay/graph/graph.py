@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from assay.errors import GraphError
-from assay.expr.contract import PLACEHOLDER
 from assay.expr.path import format_path, parse_path
+from assay.expr.specs import PLACEHOLDER
 from assay.graph.declaration import ActionSpec, check_name, parse_action
 
 if TYPE_CHECKING:

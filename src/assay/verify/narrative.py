@@ -3,7 +3,8 @@
 A narrative names the keys the contract read and their last values, says for how long and
 over how many cycles, and distinguishes the failures an agent must tell apart: nothing
 changed at all, something else changed, the key changed to the wrong value, the path is
-missing. Redacted values never appear.
+missing. A quantifier's failure names the element or the values at fault. Redacted values
+never appear.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Final
 
 from assay.expr.filter_operators import json_equal
 from assay.expr.functions import GLOBAL_VALUES
+from assay.expr.mismatch import describe_mismatch
 from assay.expr.path import MISSING, PathRead, parse_path, read_path
 from assay.expr.predicate import Check, ConditionEvidence
 from assay.redaction import REDACTED, Redaction
@@ -84,6 +86,9 @@ def narrate(observation: Observation) -> str:
         )
     clauses = " and ".join(read.describe() for read in reads)
     failing = _failing_conditions(observation)
+    # An array's summary is cut at its limit, so a quantifier names the element at fault.
+    inside = _inside_arrays(observation)
+    seen = f"{clauses} ({inside})" if inside else clauses
     # A condition comparing values of different types fails for that alone: say so rather
     # than blame the action.
     mismatched = "; ".join(
@@ -93,15 +98,15 @@ def narrate(observation: Observation) -> str:
     why = f" It cannot hold while the types differ: {mismatched}." if mismatched else ""
     if not observation.changed:
         blame = " The action may have failed silently." if action else ""
-        return f"{clauses} {timing}; nothing observable changed.{blame}{why}"
+        return f"{seen} {timing}; nothing observable changed.{blame}{why}"
     read_changed = any(read.changed for read in reads)
     others = _other_changes(observation)
     if not read_changed:
         if others is None:  # what changed is under a key it reads, but not what it reads
             within = _changed_keys(observation)
-            return f"{clauses} {timing}, while {within} changed, which it does not read.{why}"
+            return f"{seen} {timing}, while {within} changed, which it does not read.{why}"
         blame = " The action may have changed something other than what was checked."
-        return f"{clauses} {timing}, while {others} changed.{blame if action else ''}{why}"
+        return f"{seen} {timing}, while {others} changed.{blame if action else ''}{why}"
     text = f"{clauses} {timing}, but the {observation.subject.lower()} still evaluated to false"
     if failing:
         text += f" ({failing})"
@@ -191,10 +196,23 @@ def _related(a: Sequence[str], b: Sequence[str]) -> bool:
     return tuple(a[:shorter]) == tuple(b[:shorter])
 
 
+def _inside_arrays(observation: Observation) -> str:
+    """What failed inside the arrays that quantifiers looked into."""
+    return "; ".join(
+        describe_mismatch(condition)
+        for condition in observation.check.conditions
+        if not condition.result and (condition.elements is not None or condition.missing)
+    )
+
+
 def _failing_conditions(observation: Observation) -> str:
     parts = []
     for condition in observation.check.conditions:
         if condition.result:
+            continue
+        if condition.elements is not None or condition.missing is not None:
+            # A quantifier that looked inside its array: say which element or value failed.
+            parts.append(describe_mismatch(condition))
             continue
         seen = REDACTED if condition.redacted else (condition.actual_summary or "nothing")
         threshold = json.dumps(condition.threshold, ensure_ascii=False)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from assay.errors import ContractError
 from assay.expr import Check
+from assay.expr.mismatch import describe_mismatch
 from assay.expr.path import MISSING, parse_path, read_path
 from assay.expr.predicate import ConditionEvidence
 from assay.redaction import REDACTED, Redaction
@@ -51,9 +52,7 @@ def describe(check: Check) -> str:
     if check.conditions:
         failed = [c for c in check.conditions if not c.result]
         if failed:
-            return "; ".join(
-                f"{c.key} {c.op} {json.dumps(c.threshold)} but saw {_saw(c)}" for c in failed
-            )
+            return "; ".join(_failure(c) for c in failed)
     if check.result:
         return "holds"
     return f"does not hold (it evaluated to {_short(check.value)})"
@@ -162,6 +161,13 @@ class CompositeVerifier:
 
 def _then(so_far: Verdict | None, verdict: Verdict) -> Verdict:
     return verdict if so_far is None else so_far.combine(verdict)
+
+
+def _failure(condition: ConditionEvidence) -> str:
+    if condition.elements is not None or condition.missing is not None:
+        return describe_mismatch(condition)  # which element, or which values, failed
+    threshold = json.dumps(condition.threshold)
+    return f"{condition.key} {condition.op} {threshold} but saw {_saw(condition)}"
 
 
 def _saw(condition: ConditionEvidence) -> str:
