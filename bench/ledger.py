@@ -45,6 +45,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,7 @@ from assay.ledger.backend import EntryFilter, StoredCheckpoint, StoredRow
 from assay.ledger.checkpoint import Checkpoint
 from assay.ledger.entry import GENESIS_HASH, Entry, EntryDraft, seal_all
 from assay.ledger.group_commit import GroupCommit, GroupCommittedBackend
+from assay.ledger.lease import Closing, Lease
 from assay.ledger.postgres import PostgresBackend
 from postgres import PostgresCluster, PostgresMissingError
 
@@ -315,6 +317,28 @@ class SyncOnlyBackend(GroupCommittedBackend):
 
     def stored_checkpoints(self) -> list[StoredCheckpoint]:
         return []
+
+    def open_fires(self) -> list[Entry]:
+        raise NotImplementedError("the ceiling store only appends")
+
+    def take_lease(self, owner: str, duration_s: float, *, now: datetime | None = None) -> Lease:
+        raise NotImplementedError("the ceiling store only appends")
+
+    def renew_lease(
+        self, owner: str, duration_s: float, *, now: datetime | None = None
+    ) -> Lease | None:
+        raise NotImplementedError("the ceiling store only appends")
+
+    def release_lease(self, owner: str) -> None:
+        raise NotImplementedError("the ceiling store only appends")
+
+    def leases(self, *, now: datetime | None = None) -> list[Lease]:
+        return []
+
+    def close_fires(
+        self, closings: Sequence[Closing], *, by: str, now: datetime | None = None
+    ) -> list[Entry]:
+        raise NotImplementedError("the ceiling store only appends")
 
     def close(self) -> None:
         self._group.close()

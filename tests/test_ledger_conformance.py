@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import itertools
+import math
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from assay.errors import LedgerEntryError, LedgerError, LedgerIntegrityError
+from assay.errors import LedgerEntryError, LedgerError, LedgerIntegrityError, WrongTypeError
 from assay.ledger import (
     GENESIS_HASH,
+    Closing,
+    Entry,
+    Lease,
     Ledger,
     LedgerBackend,
     SigningKey,
@@ -459,3 +465,184 @@ def test_a_gap_is_named_with_what_to_run_from_a_shell_or_python(database: Store)
         ledger.refresh()
     assert str(caught.value) == f"entry 9 is missing from {ledger.url}; {VERIFY_THE_LEDGER}"
     assert (caught.value.seq, caught.value.reason, caught.value.field) == (9, "missing", "seq")
+
+
+# Leases, and the closing of fires a stopped host left open (assay.ledger.lease).
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def at(seconds: float) -> datetime:
+    """``seconds`` past 2026-01-01T00:00:00Z: the ``now`` a virtual clock would give."""
+    return T0 + timedelta(seconds=seconds)
+
+
+def test_a_lease_is_live_until_it_expires_and_renewed_only_while_held(
+    backend: LedgerBackend,
+) -> None:
+    taken = backend.take_lease("a", 30, now=at(0))
+    assert taken == Lease("a", at(0), at(30), live=True)
+    backend.take_lease("b", 5, now=at(0))
+    assert [(lease.owner, lease.live) for lease in backend.leases(now=at(10))] == [
+        ("a", True),
+        ("b", False),
+    ]
+    # Expired but still held (nobody closed its fires): renewing it makes it live again.
+    assert backend.renew_lease("b", 5, now=at(12)) == Lease("b", at(12), at(17), live=True)
+    assert backend.leases(now=at(16.999999)) == [
+        Lease("a", at(0), at(30), live=True),
+        Lease("b", at(12), at(17), live=True),
+    ]
+    assert [lease.live for lease in backend.leases(now=at(30))] == [False, False]
+    backend.release_lease("b")
+    backend.release_lease("b")  # twice is harmless
+    assert backend.renew_lease("b", 5, now=at(31)) is None  # released: nothing is made
+    assert [lease.owner for lease in backend.leases(now=at(31))] == ["a"]
+    assert backend.take_lease("a", 0.5, now=at(40)) == Lease("a", at(40), at(40.5), live=True)
+    assert backend.size() == 0  # a lease is no entry
+    assert verify_ledger(backend).ok
+
+
+def test_without_now_a_lease_is_judged_by_the_stores_clock(backend: LedgerBackend) -> None:
+    # PostgreSQL's is the server's now(), which daemons on every machine share; in the tests
+    # the server runs on this machine, so its clock reads as this one's.
+    before = datetime.now(UTC)
+    lease = backend.take_lease("a", 600)
+    assert (
+        before - timedelta(seconds=5)
+        <= lease.renewed_at
+        <= datetime.now(UTC) + timedelta(seconds=5)
+    )
+    assert (lease.expires_at - lease.renewed_at, lease.live) == (timedelta(seconds=600), True)
+    assert backend.leases() == [lease]
+    assert backend.leases(now=lease.expires_at) == [replace(lease, live=False)]
+    renewed = backend.renew_lease("a", 0.2)
+    assert renewed is not None
+    assert renewed.renewed_at >= lease.renewed_at
+    deadline = time.monotonic() + 10
+    while backend.leases()[0].live:  # a fifth of a second of the store's own time
+        assert time.monotonic() < deadline, backend.leases()
+        time.sleep(0.02)
+
+
+def test_a_lease_needs_an_owner_a_positive_duration_and_an_aware_now(
+    backend: LedgerBackend,
+) -> None:
+    for owner, duration_s in (("", 30), (None, 30), ("a", 0), ("a", -1), ("a", math.inf)):
+        with pytest.raises(WrongTypeError):
+            backend.take_lease(owner, duration_s)  # type: ignore[arg-type]
+    with pytest.raises(WrongTypeError, match="now must be a timezone-aware datetime"):
+        backend.leases(now=datetime(2026, 1, 1))
+    assert backend.leases() == []
+
+
+def test_open_fires_are_the_latest_fires_no_settlement_or_refusal_follows(
+    backend: LedgerBackend,
+) -> None:
+    rows = [
+        ("fire", "a", "x#1"),  # 1: settled by 2
+        ("settlement", "a", "x#1"),
+        ("fire", "a", "x#2"),  # 3: open
+        ("fire", "b", "x#1"),  # 4: another session's x#1, open
+        ("verdict", "a", None),
+        ("refusal", "a", "x#3"),  # a refused fire has no fire entry
+        ("fire", "c", "x#1"),  # 7: settled by 8, then fired again (an older daemon's
+        ("settlement", "c", "x#1"),  # "default" session, reused across its runs): 9 is open
+        ("fire", "c", "x#1"),
+        ("fire", None, "x#9"),  # 10: outside any session, open
+        ("fire", "d", None),  # 11: no transition, so nothing can settle it by id
+        ("fire", "e", "x#1"),  # 12: refused after its fire (its record failed): closed
+        ("refusal", "e", "x#1"),
+    ]
+    for second, (kind, session, transition) in enumerate(rows, start=1):
+        backend.append(
+            [draft(kind, {"at": second}, second=second, session=session, transition=transition)]
+        )
+    left = backend.open_fires()
+    assert [(entry.seq, entry.body) for entry in left] == [
+        (3, {"at": 3}),
+        (4, {"at": 4}),
+        (9, {"at": 9}),
+        (10, {"at": 10}),
+    ]
+    assert backend.open_fires() == left
+
+
+def _closing(fire: Entry, owner: str | None) -> Closing:
+    settlement = draft(
+        "settlement",
+        {"closes": fire.seq},
+        second=50,
+        session=fire.session,
+        transition=fire.transition,
+    )
+    return Closing(settlement, fire.seq, owner)
+
+
+def test_close_fires_closes_open_fires_whose_owner_is_gone_and_drops_their_leases(
+    backend: LedgerBackend,
+) -> None:
+    owners = {"dead": "d", "live": "l", "gone": "g", "old": None, "mine": "me", "done": "d"}
+    fires = backend.append(
+        [
+            draft("fire", {"owner": owner}, session=session, transition="x#1")
+            for session, owner in owners.items()
+        ]
+    )
+    backend.append([draft("settlement", {}, session="done", transition="x#1")])
+    backend.take_lease("d", 10, now=at(0))  # expires at 10
+    backend.take_lease("l", 60, now=at(0))
+    backend.take_lease("me", 60, now=at(0))
+    closings = [_closing(fire, fire.body["owner"]) for fire in fires]
+
+    closed = backend.close_fires(closings, by="me", now=at(20))
+    # d's lease expired and g holds none; l's is live, so the fire naming no owner waits too;
+    # me never closes its own; "done" is settled.
+    assert [(e.seq, e.session, e.body) for e in closed] == [
+        (8, "dead", {"closes": 1}),
+        (9, "gone", {"closes": 3}),
+    ]
+    assert closed[0].prev_hash == backend.read(7, 8)[0].hash
+    assert backend.read(8, 10) == closed
+    assert [lease.owner for lease in backend.leases(now=at(20))] == ["l", "me"]
+    assert backend.renew_lease("d", 10, now=at(21)) is None  # d finds its fires were closed
+    assert backend.close_fires(closings, by="me", now=at(20)) == []  # closed once only
+    assert [e.session for e in backend.close_fires(closings, by="other", now=at(20))] == []
+
+    # Once l's lease has expired, its fire closes, and the one naming no owner with it.
+    later = backend.close_fires(closings, by="me", now=at(61))
+    assert [(e.seq, e.session) for e in later] == [(10, "live"), (11, "old")]
+    assert [fire.session for fire in backend.open_fires()] == ["mine"]
+    (appended,) = backend.append([draft(body={"after": True})])  # the chain goes on after
+    assert appended.seq == 12
+    report = verify_ledger(backend)
+    assert report.ok, report.describe()
+
+
+def test_two_hosts_closing_the_same_fires_at_once_store_one_settlement_each(
+    store: Store,
+) -> None:
+    first, second = store.open(), store.open()
+    fires = first.append([draft("fire", {}, session=f"s{n}", transition="x#1") for n in range(20)])
+    first.take_lease("dead", 1, now=at(0))
+    closings = [_closing(fire, "dead") for fire in fires]
+    start = threading.Barrier(2)
+    closed: dict[str, list[Entry]] = {}
+
+    def close(by: str, backend: LedgerBackend) -> None:
+        start.wait()
+        closed[by] = backend.close_fires(closings, by=by, now=at(5))
+
+    workers = [
+        threading.Thread(target=close, args=(by, backend))
+        for by, backend in (("a", first), ("b", second))
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert sorted(len(entries) for entries in closed.values()) == [0, 20]
+    settled = second.query(kind="settlement")
+    assert sorted(e.session or "" for e in settled) == sorted(f"s{n}" for n in range(20))
+    assert first.open_fires() == []
+    assert verify_ledger(first).ok

@@ -154,6 +154,23 @@ def test_the_session_idle_time_comes_from_a_flag_the_environment_or_the_file(
         load_config({}, {}, file)
 
 
+def test_the_lease_time_comes_from_a_flag_the_environment_or_the_file(tmp_path: Path) -> None:
+    file = tmp_path / "assay.toml"
+    file.write_text("lease_s = 12\n")
+    assert load_config({}, {}).lease_s == 30
+    assert load_config({}, {}, file).lease_s == 12
+    assert load_config({}, {"ASSAY_LEASE_S": "2.5"}, file).lease_s == 2.5
+    assert load_config({"lease_s": 60.0}, {"ASSAY_LEASE_S": "2.5"}).lease_s == 60
+    with pytest.raises(RequestError, match=r"ASSAY_LEASE_S must be a number of seconds"):
+        load_config({}, {"ASSAY_LEASE_S": "half a minute"})
+    for wrong in (0.0, -1.0, float("inf"), float("nan")):
+        with pytest.raises(
+            RequestError,
+            match=r"lease_s must be a positive number of seconds, not .* \(set by --lease-s\)",
+        ):
+            load_config({"lease_s": wrong}, {})
+
+
 def assay(*arguments: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """``assay ARGUMENTS`` run to its end (it should refuse to start), with its output."""
     return subprocess.run(

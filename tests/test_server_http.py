@@ -16,6 +16,7 @@ import pytest
 from fastapi import FastAPI
 
 from assay.examples.outpost import APPLICATION, Outpost, outpost_connector
+from assay.graph.answers import FROM_EVIDENCE
 from assay.host import Application
 from assay.ledger import Ledger, SQLiteBackend
 from assay.ledger.proof import ConsistencyProof, InclusionProof
@@ -323,8 +324,17 @@ async def test_closing_a_session_settles_its_pending_fires_in_the_ledger(
     closed = await client.delete(f"/v1/sessions/{session}")
     assert (closed.status_code, closed.json()["pending"]) == (200, 1)  # as it was when closed
 
+    # Answered from the ledger, though the session is gone (it was a 404).
     asked = await client.get("/v1/transitions/inbox.mark-all-read%231", params={"session": session})
-    assert _problem(asked, 404, "not-found")["detail"] == (
+    assert asked.status_code == 200, asked.text
+    answer = asked.json()
+    assert (answer["session"], answer["answer"]) == (session, "unobservable")
+    assert answer["why"] == answer["error"] + FROM_EVIDENCE
+    # A transition the ledger does not know stays a 404 that says where to look.
+    never_fired = await client.get(
+        "/v1/transitions/inbox.mark-all-read%232", params={"session": session}
+    )
+    assert _problem(never_fired, 404, "not-found")["detail"] == (
         f"the session {session!r} was closed; what it fired and how each settled is in the "
         f"ledger (GET /v1/ledger/entries?session={session})"
     )

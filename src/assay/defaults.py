@@ -15,6 +15,10 @@ DEFAULT_LEDGER_URL: Final = "sqlite:///assay.db"
 DEFAULT_SESSION_IDLE_S: Final = 3600.0
 """How long an opened session may go unused before the host closes it (one hour)."""
 
+DEFAULT_LEASE_S: Final = 30.0
+"""How long a host's lease on its ledger lasts unrenewed (it renews it every third of that):
+once it has expired, another host may close the fires it left open."""
+
 DEFAULT_TIMEOUT_MS: Final = 5000
 """How long a verification waits for its contract to hold."""
 

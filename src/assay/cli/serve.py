@@ -12,7 +12,7 @@ import logging
 import sys
 from typing import Any
 
-from assay.defaults import DEFAULT_APPLICATION, DEFAULT_SESSION_IDLE_S
+from assay.defaults import DEFAULT_APPLICATION, DEFAULT_LEASE_S, DEFAULT_SESSION_IDLE_S
 from assay.errors import ApplicationError, LedgerError, RequestError, WorkflowError
 from assay.server.config import (
     DEFAULT_HOST,
@@ -32,7 +32,7 @@ def register(commands: Any) -> None:
         description="Serve the HTTP API (OpenAPI at /openapi.json) for an application. "
         "Each setting also comes from ASSAY_APP, ASSAY_LEDGER, ASSAY_HOST, ASSAY_PORT, "
         "ASSAY_TOKENS (space-separated), ASSAY_LOG_LEVEL, ASSAY_WORKFLOWS, ASSAY_REDACT, "
-        "ASSAY_MAX_BODY_BYTES, ASSAY_SESSION_IDLE_S, "
+        "ASSAY_MAX_BODY_BYTES, ASSAY_SESSION_IDLE_S, ASSAY_LEASE_S, "
         "or a TOML --config file (ASSAY_CONFIG). A non-loopback --host needs at least one "
         "--token.",
     )
@@ -76,6 +76,14 @@ def register(commands: Any) -> None:
         metavar="SECONDS",
         help="close a session no request has named for this long (default "
         f"{DEFAULT_SESSION_IDLE_S:g}; 0: never)",
+    )
+    parser.add_argument(
+        "--lease-s",
+        type=float,
+        metavar="SECONDS",
+        help="how long the daemon's lease on the ledger lasts unrenewed (default "
+        f"{DEFAULT_LEASE_S:g}; renewed every third of it): once a killed daemon's lease has "
+        "expired, the fires it left open are closed as unobservable",
     )
     parser.add_argument(
         "--threshold",

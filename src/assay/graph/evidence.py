@@ -75,14 +75,36 @@ def refusal_body(transition: Transition, args: dict[str, Any] | None) -> dict[st
 
 def settlement_body(transition: Transition) -> dict[str, Any]:
     """A settlement entry's body: the answer, the effect, the commit bundle and the outcome."""
+    return settlement_record(
+        action=transition.spec.id,
+        answer=transition.phase.value,
+        effect=transition.effect,
+        commit=[change_json(change) for change in transition.commit],
+        outcome=None if transition.outcome is None else transition.outcome.model_dump(mode="json"),
+        error=transition.error,
+        state_version=transition.settled_version,
+    )
+
+
+def settlement_record(
+    *,
+    action: str,
+    answer: str,
+    effect: str | None,
+    commit: list[dict[str, Any]],
+    outcome: dict[str, Any] | None,
+    error: str | None,
+    state_version: int | None,
+) -> dict[str, Any]:
+    """A settlement entry's body from its parts: what ``settlement_body`` writes for a
+    transition, and what a host writes to close a fire whose transition nobody holds any
+    more (``assay.host.recovery``), so that one reader (``answer_from_evidence``) reads both."""
     return {
-        "action": transition.spec.id,
-        "answer": transition.phase.value,
-        "effect": transition.effect,
-        "commit": [change_json(change) for change in transition.commit],
-        "outcome": None
-        if transition.outcome is None
-        else transition.outcome.model_dump(mode="json"),
-        "error": transition.error,
-        "state_version": transition.settled_version,
+        "action": action,
+        "answer": answer,
+        "effect": effect,
+        "commit": commit,
+        "outcome": outcome,
+        "error": error,
+        "state_version": state_version,
     }

@@ -23,6 +23,11 @@ caller awaits, and nobody else awaits anything, the loop stores it itself. The l
 blocked for that one commit, when no other caller was waiting on the ledger; as soon as two
 are, the writer commits for them.
 
+A host's log is given the host's ``owner`` id, and each fire it records names it (the fire
+body's ``owner``): the lease of that id on the ledger says whether the host that fired is
+still alive, so that a fire it left open when it was killed can be closed by another
+(``assay.host.recovery``).
+
 ``append`` never waits for the writer, which takes the queue whenever it next runs. A loop
 that waited until an idle writer took half a round of drafts would let the writer sync one
 half while the loop drafts the other, which speeds up tasks that do nothing but append; but
@@ -48,8 +53,9 @@ _BATCH = 512
 class DurableEvidence:
     """Queue evidence for ``ledger`` without blocking; entries keep the order appended."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Ledger, *, owner: str | None = None) -> None:
         self.ledger = ledger
+        self.owner = owner
         self._queue: deque[EntryDraft] = deque()
         # Held with ``with self._lock`` (C code) rather than through the condition (Python code).
         self._lock = threading.RLock()
@@ -79,6 +85,8 @@ class DurableEvidence:
         run: str | None = None,
     ) -> int:
         """Queue one entry; answers its ticket for ``durable``. Raises if it is malformed."""
+        if kind == "fire" and self.owner is not None and isinstance(body, dict):
+            body = {**body, "owner": self.owner}
         draft = self.ledger.draft(kind, body, session=session, transition=transition, run=run)
         with self._lock:
             if self._failure is not None:
@@ -107,6 +115,11 @@ class DurableEvidence:
                 return
             self._waiters.append((target, future))
         await future
+
+    def halt(self, failure: LedgerError) -> None:
+        """Stop the log as a failed store would: every caller waiting, and every later
+        ``append``, gets ``failure``; nothing queued is stored."""
+        self._fail(failure)
 
     @property
     def failure(self) -> LedgerError | None:

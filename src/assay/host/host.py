@@ -5,6 +5,11 @@ host, and render the answer. The host connects to the application, opens session
 shared substrate, fires and waits with a ceiling, verifies, takes state reports, and records
 every answer through ``DurableEvidence``; it answers a caller only once the evidence of that
 answer is durable.
+
+It holds a lease on the ledger while it runs (``Tenure``), under an owner id every fire it
+records names, and closes the fires that hosts gone before it left open (``Recovery``): at
+start, and whenever it sees another host's lease expired. It answers ``did_it_work`` for any
+transition the ledger knows, its session held here or not (``recorded_answer``).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from assay.clock import SYSTEM_CLOCK, Clock
-from assay.defaults import DEFAULT_SESSION_IDLE_S
+from assay.defaults import DEFAULT_LEASE_S, DEFAULT_SESSION_IDLE_S
 from assay.errors import (
     ContractError,
     LedgerError,
@@ -42,6 +47,9 @@ from assay.graph.session import Session, resolve_thresholds
 from assay.host.application import Application, ConnectContext, Connection
 from assay.host.evidence import DurableEvidence
 from assay.host.idempotency import IdempotencyCache
+from assay.host.recorded import recorded_answer
+from assay.host.recovery import Recovery
+from assay.host.tenure import Tenure, new_owner
 from assay.host.wire import (
     ActionInfo,
     ActionList,
@@ -84,6 +92,7 @@ class Host:
         thresholds: Mapping[Reversibility, float] | Mapping[str, float] | None = None,
         redaction: Redaction | None = None,
         session_idle_s: float | None = DEFAULT_SESSION_IDLE_S,
+        lease_s: float = DEFAULT_LEASE_S,
     ) -> None:
         if session_idle_s is not None and (
             isinstance(session_idle_s, bool)
@@ -104,7 +113,12 @@ class Host:
         given: dict[Any, float] = dict(application.thresholds)
         given.update(thresholds or {})  # the host's own over the application's
         self.thresholds: dict[Reversibility, float] = resolve_thresholds(given)
-        self.evidence = DurableEvidence(ledger)
+        self.owner = new_owner()
+        """This host's id on the ledger: its lease's, and that of every fire it records."""
+        self.tenure = Tenure(ledger, self.owner, lease_s, clock)
+        self._recovery: Recovery | None = None
+        self._tending: asyncio.Task[None] | None = None
+        self.evidence = DurableEvidence(ledger, owner=self.owner)
         self.sessions: dict[str, Session] = {}
         self.session_idle_s = session_idle_s
         # When each opened session (the default one aside) was last named, oldest first.
@@ -121,14 +135,18 @@ class Host:
         self.default_session = DEFAULT_SESSION
 
     async def start(self) -> None:
-        """Build the ledger's Merkle tree, connect to the application, start observing it,
-        open the default session.
+        """Build the ledger's Merkle tree, take this host's lease and close the fires that
+        hosts gone before it left open, connect to the application, start observing it, open
+        the default session.
 
         The tree is built here, before anything is served, so that no request (and no
         append, which takes its entries into the tree) waits while every stored entry is
         read back and hashed.
         """
-        await asyncio.to_thread(self.ledger.refresh)
+        head = await asyncio.to_thread(self.ledger.refresh)
+        await self.tenure.take()
+        self._recovery = Recovery(self.ledger, self.owner, started_at=head.size)
+        await self.recover()
         context = ConnectContext(clock=self.clock, redaction=self.redaction)
         self._connection = await self.application.connect(context)
         substrate = self._connection.substrate
@@ -140,14 +158,17 @@ class Host:
         self._used.pop(self.default_session)  # it never expires
         if self.session_idle_s is not None:
             self._sweeper = asyncio.create_task(self._sweep(self.session_idle_s))
+        self._tending = asyncio.create_task(self._tend())
 
     async def stop(self) -> None:
-        """Close every session and the connection; store what evidence is queued."""
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
-            self._sweeper = None
+        """Close every session and the connection; store what evidence is queued; release
+        the lease (nothing this host fired is left open)."""
+        for task in (self._sweeper, self._tending):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._sweeper = self._tending = None
         for session in list(self.sessions.values()):
             await session.close()
         self.sessions.clear()
@@ -155,6 +176,9 @@ class Host:
             await self._connection.aclose()
             self._connection = None
         self.evidence.close()
+        if self.evidence.failure is None:  # else its fires may be open: leave them closable
+            with contextlib.suppress(LedgerError):
+                await self.tenure.release()
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -305,6 +329,27 @@ class Host:
             with contextlib.suppress(LedgerError):
                 await self.expire_idle()
 
+    async def recover(self) -> list[Entry]:
+        """Close the fires that hosts now gone left open (``Recovery``); answer the
+        settlements stored. The host does this at start and every third of its lease."""
+        if self._recovery is None:
+            raise RuntimeError("the host has not been started (use 'async with Host(...)')")
+        return await self.tenure.run(self._recovery.sweep, self.tenure.now)
+
+    async def _tend(self) -> None:
+        """Renew the lease and close what stopped hosts left open, for as long as the host
+        runs; once the lease is found gone, stop recording evidence (see ``Tenure``)."""
+        while True:
+            await self.clock.sleep(self.tenure.every_s)
+            if self.evidence.failure is not None:
+                return  # its evidence stopped: it keeps no lease, and closes nothing
+            # A ledger that cannot be reached now is tried again at the next renewal.
+            with contextlib.suppress(LedgerError):
+                if not await self.tenure.renew():
+                    self.evidence.halt(self.tenure.lost())
+                    return
+                await self.recover()
+
     def describe(self, session: Session) -> SessionInfo:
         """Where ``session`` is and what it has fired."""
         return SessionInfo(
@@ -392,8 +437,13 @@ class Host:
         wait_ms: int,
         progress: Progress | None = None,
     ) -> TransitionAnswer:
-        """did_it_work, after waiting up to ``wait_ms`` for the transition to settle."""
-        session = self.session(session_id)
+        """did_it_work, after waiting up to ``wait_ms`` for the transition to settle; for a
+        session this host does not hold, read from the ledger at once (nothing here can
+        settle it)."""
+        try:
+            session = self.session(session_id)
+        except NotFoundError:
+            return await self.adid_it_work(session_id, transition_id)
         if session.let_go(transition_id):  # settled long since: nothing to wait for
             return await self.adid_it_work(session_id, transition_id)
         session.did_it_work(transition_id)  # NotFoundError before waiting, if it has none
@@ -427,11 +477,16 @@ class Host:
     def did_it_work(self, session_id: str | None, transition_id: str) -> TransitionAnswer:
         """pending, worked, failed, unobservable, refused or unmaterialized, with evidence.
 
-        A transition the session has let go (see ``Session.let_go``) is answered from its
-        entries in the ledger, read on this thread: one indexed query (``adid_it_work``
-        reads them in a worker thread instead).
+        A transition the session has let go (see ``Session.let_go``), or of a session this
+        host does not hold (closed, expired, another daemon's or an earlier run's), is
+        answered from its entries in the ledger, read on this thread: one indexed query
+        (``adid_it_work`` reads them in a worker thread instead). ``NotFoundError`` only for
+        a transition the ledger does not know either.
         """
-        session = self.session(session_id)
+        try:
+            session = self.session(session_id)
+        except NotFoundError as missing:
+            return self._unheld(missing, transition_id)
         if session.let_go(transition_id):
             entries = self.ledger.query(session=session.id, transition=transition_id)
             answer = self._recorded_answer(session, transition_id, entries)
@@ -464,7 +519,10 @@ class Host:
     async def adid_it_work(self, session_id: str | None, transition_id: str) -> TransitionAnswer:
         """``did_it_work`` for an event loop: a let-go transition's ledger entries are read
         in a worker thread, so the loop never waits on the database."""
-        session = self.session(session_id)
+        try:
+            session = self.session(session_id)
+        except NotFoundError as missing:
+            return await asyncio.to_thread(self._unheld, missing, transition_id)
         if not session.let_go(transition_id):
             return self.did_it_work(session_id, transition_id)
         entries = await asyncio.to_thread(
@@ -472,6 +530,22 @@ class Host:
         )
         answer = self._recorded_answer(session, transition_id, entries)
         return TransitionAnswer(session=session.id, **answer.model_dump())
+
+    def _unheld(self, missing: NotFoundError, transition_id: str) -> TransitionAnswer:
+        """The answer for a transition of session ``missing.id``, which this host does not
+        hold, read from the ledger (``recorded_answer``); ``missing`` itself, saying what to
+        do, when the ledger does not know the transition either."""
+        backend = self.ledger.backend
+        answer = recorded_answer(
+            transition_id,
+            self.ledger.query(session=missing.id, transition=transition_id),
+            owner=self.owner,
+            leases=lambda: backend.leases(now=self.tenure.now),
+            now=self.clock.wall(),
+        )
+        if answer is None:
+            raise missing
+        return TransitionAnswer(session=missing.id, **answer.model_dump())
 
     def _recorded_answer(
         self, session: Session, transition_id: str, entries: list[Entry]

@@ -2,7 +2,8 @@
 
 ``open_ledger(url)`` opens one; ``Ledger`` appends, proves and signs; the backends store
 (``MemoryBackend``, ``SQLiteBackend``, ``PostgresBackend``, all behind ``LedgerBackend``);
-``verify_ledger`` re-checks everything stored.
+``verify_ledger`` re-checks everything stored. Beside the entries they keep the hosts'
+leases (``Lease``), by which a host tells the fires a stopped host left open (``Closing``).
 """
 
 from assay.ledger.backend import EntryFilter as EntryFilter
@@ -18,6 +19,8 @@ from assay.ledger.entry import Entry as Entry
 from assay.ledger.entry import EntryDraft as EntryDraft
 from assay.ledger.entry import EntryKind as EntryKind
 from assay.ledger.group_commit import GroupCommitStatistics as GroupCommitStatistics
+from assay.ledger.lease import Closing as Closing
+from assay.ledger.lease import Lease as Lease
 from assay.ledger.ledger import Ledger as Ledger
 from assay.ledger.memory import MemoryBackend as MemoryBackend
 from assay.ledger.proof import ConsistencyProof as ConsistencyProof

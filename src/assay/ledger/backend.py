@@ -9,6 +9,9 @@ one chain. ``append`` returns only once the entries are durable. The same confor
 Reads come in two forms: ``read``/``iterate``/``query`` give entries as stored, trusting
 them; ``stored_rows``/``stored_checkpoints`` give every row exactly as the store holds it, for
 ``verify_ledger`` to check without trusting anything.
+
+Beside the entries a backend keeps the hosts' leases (``assay.ledger.lease``): operational
+state, never evidence, which ``close_fires`` consults and changes atomically with its append.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from assay.ledger.entry import (
     instant_problem,
     kind_problem,
 )
+from assay.ledger.lease import Closing, Lease
 
 BATCH: Final = 1000
 """How many rows a backend reads per round trip when iterating."""
@@ -301,6 +305,44 @@ class LedgerBackend(ABC):
     @abstractmethod
     def stored_checkpoints(self) -> list[StoredCheckpoint]:
         """Every stored checkpoint as it is, in the order they were added."""
+
+    @abstractmethod
+    def open_fires(self) -> list[Entry]:
+        """The fires left open: for each (session, transition), its latest fire entry when
+        no settlement or refusal of the same pair follows it; in seq order. One pass over
+        the fires, settlements and refusals, reading the bodies of the open fires only."""
+
+    @abstractmethod
+    def take_lease(self, owner: str, duration_s: float, *, now: datetime | None = None) -> Lease:
+        """Hold ``owner``'s lease from now until ``duration_s`` later, making it if there is
+        none; durable on return. ``now`` stands in for the store's clock (see
+        ``assay.ledger.lease``)."""
+
+    @abstractmethod
+    def renew_lease(
+        self, owner: str, duration_s: float, *, now: datetime | None = None
+    ) -> Lease | None:
+        """``take_lease`` for a lease ``owner`` still holds, expired or not; ``None``, and
+        nothing made, when it holds none: it released it, or another host closed its fires
+        and dropped it (``close_fires``)."""
+
+    @abstractmethod
+    def release_lease(self, owner: str) -> None:
+        """Drop ``owner``'s lease, if it holds one."""
+
+    @abstractmethod
+    def leases(self, *, now: datetime | None = None) -> list[Lease]:
+        """Every lease held, by owner, each saying whether it is live now."""
+
+    @abstractmethod
+    def close_fires(
+        self, closings: Sequence[Closing], *, by: str, now: datetime | None = None
+    ) -> list[Entry]:
+        """Append the settlement of each closing host ``by`` may make (``closeable``: its
+        fire still open, its owner's lease expired or gone), in order, as one durable
+        commit, and drop the leases of the owners whose fires it closed; answer the entries
+        stored. Checked and done under the lock every append takes, so that two hosts
+        closing one fire store one settlement, and none for an owner that renewed first."""
 
     @abstractmethod
     def close(self) -> None:

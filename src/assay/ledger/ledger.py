@@ -23,6 +23,7 @@ from assay.errors import LedgerEntryError, LedgerIntegrityError, WrongTypeError
 from assay.ledger.backend import BATCH, LedgerBackend
 from assay.ledger.checkpoint import Checkpoint, SigningKey
 from assay.ledger.entry import VERIFY_THE_LEDGER, Entry, EntryDraft, draft_now
+from assay.ledger.lease import Closing
 from assay.ledger.merkle import MerkleTree, leaf_hash
 from assay.ledger.proof import ConsistencyProof, InclusionProof, TreeHead
 from assay.ledger.soundness import sound_head
@@ -114,6 +115,16 @@ class Ledger:
     def store(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
         """Store ``draft``s in order as one durable commit; answers them as entries."""
         entries = self._backend.append(list(drafts))
+        for entry in entries:
+            self._absorb(entry)
+        return entries
+
+    def close_fires(
+        self, closings: Sequence[Closing], *, by: str, now: datetime | None = None
+    ) -> list[Entry]:
+        """Store the settlements of ``closings`` that host ``by`` may make, atomically with
+        every other append (``LedgerBackend.close_fires``); answers the entries stored."""
+        entries = self._backend.close_fires(closings, by=by, now=now)
         for entry in entries:
             self._absorb(entry)
         return entries

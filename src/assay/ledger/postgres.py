@@ -8,6 +8,10 @@ head, the trigger below refuses the batch whole, and it is sealed again after th
 under the lock.
 Triggers refuse UPDATE, DELETE and TRUNCATE of entries and checkpoints, and an insert that
 does not take the next seq and link to the last hash. The schema is created on open.
+
+Leases live in ``ledger_leases``, their times by the server's clock (``now()``), so that
+daemons on machines whose clocks differ judge expiry alike. ``close_fires`` runs on the
+writer's connection in one transaction under the append lock, the lease rows locked.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import hashlib
 import logging
 import threading
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any, Final, LiteralString, NoReturn
 
 import psycopg
@@ -38,6 +43,7 @@ from assay.ledger.checkpoint import Checkpoint
 from assay.ledger.credentials import hide_password, shows_password, withheld_reason
 from assay.ledger.entry import GENESIS_HASH, Entry, EntryDraft, entry_from_canonical, seal_all
 from assay.ledger.group_commit import GroupCommit, GroupCommittedBackend
+from assay.ledger.lease import Closing, Lease, check_lease, closeable, local_now, taken_over
 
 _SCHEMA: Final[LiteralString] = """
 CREATE SCHEMA IF NOT EXISTS {schema};
@@ -101,6 +107,28 @@ CREATE OR REPLACE TRIGGER ledger_checkpoints_no_truncate BEFORE TRUNCATE ON {che
     FOR EACH STATEMENT EXECUTE FUNCTION {refuse}();
 """
 
+_LEASES_SCHEMA: Final[LiteralString] = """
+CREATE TABLE IF NOT EXISTS {leases} (
+    owner text PRIMARY KEY,
+    renewed_at timestamptz NOT NULL,
+    expires_at timestamptz NOT NULL
+)
+"""
+"""Operational state beside the evidence, changed in place: not entries, never chained."""
+
+_NOW: Final[LiteralString] = "(SELECT COALESCE(%(now)s::timestamptz, now()) AS t) AS clock"
+"""The moment a lease statement judges by: the server's clock unless the caller gave one."""
+_LEASE_COLUMNS: Final[LiteralString] = "owner, renewed_at, expires_at, expires_at > clock.t"
+_OPEN_FIRES: Final[LiteralString] = """
+SELECT seq, entry FROM {entries} WHERE seq IN (
+    SELECT MAX(CASE WHEN kind = 'fire' THEN seq END) FROM {entries}
+    WHERE transition IS NOT NULL AND kind IN ('fire', 'settlement', 'refusal')
+    GROUP BY session, transition
+    HAVING MAX(CASE WHEN kind = 'fire' THEN seq END)
+        > COALESCE(MAX(CASE WHEN kind <> 'fire' THEN seq END), 0)
+) ORDER BY seq
+"""
+
 _ROW_COLUMNS: Final[LiteralString] = (
     "seq, timestamp, kind, session, run, transition, prev_hash, hash, entry"
 )
@@ -130,6 +158,20 @@ _writers_pipeline_warnings = _WritersPipelineWarnings()
 logging.getLogger("psycopg").addFilter(_writers_pipeline_warnings)
 
 
+def _moment(now: datetime | None) -> dict[str, datetime | None]:
+    """``now`` checked, as the parameter ``_NOW`` takes: ``None`` for the server's clock."""
+    return {"now": None if now is None else local_now(now)}
+
+
+def _lease_parameters(owner: str, duration_s: float, now: datetime | None) -> dict[str, Any]:
+    return {"owner": owner, "duration": float(duration_s), **_moment(now)}
+
+
+def _lease(row: Sequence[Any]) -> Lease:
+    owner, renewed, expires, live = row
+    return Lease(owner, renewed.astimezone(UTC), expires.astimezone(UTC), live=bool(live))
+
+
 def lock_key(schema: str) -> int:
     """The advisory lock id that serializes appends to the ledger in ``schema``."""
     digest = hashlib.sha256(f"assay-ledger:{schema}".encode()).digest()
@@ -151,6 +193,7 @@ class PostgresBackend(GroupCommittedBackend):
         self._lock_key = lock_key(schema)
         self._entries = sql.Identifier(schema, "ledger_entries")
         self._checkpoints = sql.Identifier(schema, "ledger_checkpoints")
+        self._leases = sql.Identifier(schema, "ledger_leases")
         self._read_lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._closed = False
@@ -167,6 +210,8 @@ class PostgresBackend(GroupCommittedBackend):
                         url=self._url,
                     )
                 self._create_schema()
+            elif create:
+                self._create_leases()  # a ledger made before leases were kept
         except psycopg.Error as exc:
             self._reader.close()
             self._fail("cannot create the ledger schema in", exc)
@@ -304,6 +349,97 @@ class PostgresBackend(GroupCommittedBackend):
                     genesis=sql.Literal(GENESIS_HASH),
                 )
             )
+            self._reader.execute(sql.SQL(_LEASES_SCHEMA).format(leases=self._leases))
+
+    def _create_leases(self) -> None:
+        exists = self._reader.execute(
+            "SELECT to_regclass(%s) IS NOT NULL", (self._leases.as_string(self._reader),)
+        ).fetchone()
+        if exists and exists[0]:
+            return
+        with self._reader.transaction():
+            self._reader.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+            self._reader.execute(sql.SQL(_LEASES_SCHEMA).format(leases=self._leases))
+
+    def open_fires(self) -> list[Entry]:
+        query = sql.SQL(_OPEN_FIRES).format(entries=self._entries)
+        return [entry_from_canonical(entry.encode(), seq) for seq, entry in self._fetch(query, ())]
+
+    def take_lease(self, owner: str, duration_s: float, *, now: datetime | None = None) -> Lease:
+        check_lease(owner, duration_s)
+        query = sql.SQL(
+            "INSERT INTO {leases} AS held (owner, renewed_at, expires_at) "
+            "SELECT %(owner)s, clock.t, clock.t + make_interval(secs => %(duration)s) FROM "
+            + _NOW
+            + " ON CONFLICT (owner) DO UPDATE SET renewed_at = excluded.renewed_at, "
+            "expires_at = excluded.expires_at RETURNING owner, renewed_at, expires_at, true"
+        ).format(leases=self._leases)
+        (row,) = self._fetch(query, _lease_parameters(owner, duration_s, now), "keep a lease in")
+        return _lease(row)
+
+    def renew_lease(
+        self, owner: str, duration_s: float, *, now: datetime | None = None
+    ) -> Lease | None:
+        check_lease(owner, duration_s)
+        query = sql.SQL(
+            "UPDATE {leases} SET renewed_at = clock.t, "
+            "expires_at = clock.t + make_interval(secs => %(duration)s) FROM "
+            + _NOW
+            + " WHERE owner = %(owner)s RETURNING owner, renewed_at, expires_at, true"
+        ).format(leases=self._leases)
+        rows = self._fetch(query, _lease_parameters(owner, duration_s, now), "keep a lease in")
+        return _lease(rows[0]) if rows else None
+
+    def release_lease(self, owner: str) -> None:
+        query = sql.SQL("DELETE FROM {leases} WHERE owner = %s RETURNING owner").format(
+            leases=self._leases
+        )
+        self._fetch(query, (owner,), "keep a lease in")
+
+    def leases(self, *, now: datetime | None = None) -> list[Lease]:
+        return [_lease(row) for row in self._fetch(self._leases_query(), _moment(now))]
+
+    def _leases_query(self, *, lock: bool = False) -> sql.Composed:
+        query = "SELECT " + _LEASE_COLUMNS + " FROM {leases} AS held, " + _NOW
+        query += " ORDER BY owner FOR UPDATE OF held" if lock else " ORDER BY owner"
+        return sql.SQL(query).format(leases=self._leases)
+
+    def close_fires(
+        self, closings: Sequence[Closing], *, by: str, now: datetime | None = None
+    ) -> list[Entry]:
+        ended = sql.SQL(
+            "SELECT 1 FROM {} WHERE transition = %s AND session IS NOT DISTINCT FROM %s "
+            "AND kind IN ('settlement', 'refusal') AND seq > %s LIMIT 1"
+        ).format(self._entries)
+        drop = sql.SQL("DELETE FROM {} WHERE owner = %s").format(self._leases)
+        entries: list[Entry] = []
+        with self._write_lock:
+            try:
+                connection = self._connection()
+                with connection.transaction():
+                    # The append lock: no other writer anywhere stores between the checks
+                    # below and the insert; the lease rows are locked against renewal too.
+                    connection.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                    rows = connection.execute(self._leases_query(lock=True), _moment(now))
+                    leases = {lease.owner: lease for lease in map(_lease, rows.fetchall())}
+                    chosen = []
+                    for closing in closings:
+                        settlement = closing.settlement
+                        found = connection.execute(
+                            ended, (settlement.transition, settlement.session, closing.fire_seq)
+                        ).fetchone()
+                        if closeable(closing, ended=found is not None, leases=leases, by=by):
+                            chosen.append(closing)
+                    if chosen:
+                        head = connection.execute(self._head_query).fetchone()
+                        sealed = [closing.settlement for closing in chosen]
+                        entries = seal_all(sealed, *(head or (0, GENESIS_HASH)))
+                        self._insert(connection, entries, locked=True)
+                        for owner in taken_over(chosen, leases):
+                            connection.execute(drop, (owner,))
+            except psycopg.Error as exc:
+                self._fail("cannot close fires in", exc)
+        return entries
 
     def _connection(self) -> psycopg.Connection[Any]:
         """The writer's connection, made again if the last one broke."""
@@ -352,22 +488,29 @@ class PostgresBackend(GroupCommittedBackend):
         with connection.cursor() as cursor:
             cursor.executemany(self._insert_query, [entry_row(entry) for entry in entries])
 
-    def _fetch(self, query: sql.SQL | sql.Composed, parameters: Sequence[Any]) -> list[Any]:
-        """Run a read; once more on a new connection if the old one broke (a read repeats
-        safely, unlike an append, whose commit may have happened)."""
+    def _fetch(
+        self,
+        query: sql.SQL | sql.Composed,
+        parameters: Sequence[Any] | Mapping[str, Any],
+        doing: str = "read",
+    ) -> list[Any]:
+        """Run a read (or a lease change, which repeats as safely); once more on a new
+        connection if the old one broke (unlike an append, whose commit may have happened)."""
         with self._read_lock:
             self._check_open()
             try:
                 return self._read(query, parameters)
             except psycopg.Error as exc:
                 if not self._reader.broken:
-                    self._fail("cannot read", exc)
+                    self._fail(f"cannot {doing}", exc)
             try:
                 return self._read(query, parameters)
             except psycopg.Error as exc:
-                self._fail("cannot read", exc)
+                self._fail(f"cannot {doing}", exc)
 
-    def _read(self, query: sql.SQL | sql.Composed, parameters: Sequence[Any]) -> list[Any]:
+    def _read(
+        self, query: sql.SQL | sql.Composed, parameters: Sequence[Any] | Mapping[str, Any]
+    ) -> list[Any]:
         if self._reader.broken:  # the server restarted, or the network dropped
             self._reader.close()
             self._reader = psycopg.connect(self._conninfo, autocommit=True)

@@ -8,6 +8,11 @@ batch is sealed again after the head read inside a ``BEGIN IMMEDIATE`` transacti
 ``synchronous=FULL`` makes each commit durable before any appender is answered. The database
 itself refuses an UPDATE or DELETE of an entry or a checkpoint, and an insert that does not
 take the next seq and link to the last hash.
+
+Leases live in ``ledger_leases``, their times as fixed-width RFC 3339 text by this machine's
+clock (every process writing the file runs on it). Lease changes and ``close_fires`` go
+through a connection of their own, each in a ``BEGIN IMMEDIATE`` transaction: SQLite's one
+write lock, which every append takes too, is the lock they are checked and done under.
 """
 
 from __future__ import annotations
@@ -16,9 +21,10 @@ import functools
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from assay.errors import LedgerError
 from assay.ledger.backend import (
@@ -34,8 +40,18 @@ from assay.ledger.backend import (
     stored_checkpoints_of,
 )
 from assay.ledger.checkpoint import Checkpoint
-from assay.ledger.entry import GENESIS_HASH, Entry, EntryDraft, entry_from_canonical, seal_all
+from assay.ledger.entry import (
+    GENESIS_HASH,
+    Entry,
+    EntryDraft,
+    entry_from_canonical,
+    format_timestamp,
+    seal_all,
+)
 from assay.ledger.group_commit import GroupCommit, GroupCommittedBackend
+from assay.ledger.lease import Closing, Lease, check_lease, closeable, local_now, taken_over
+
+_T = TypeVar("_T")
 
 _APPEND_ONLY: Final = "assay ledger: {table} is append-only; {operation} refused"
 
@@ -94,6 +110,12 @@ CREATE TRIGGER IF NOT EXISTS ledger_checkpoints_no_delete BEFORE DELETE ON ledge
 BEGIN SELECT RAISE(ABORT,
     '{_APPEND_ONLY.format(table="ledger_checkpoints", operation="DELETE")}');
 END;
+-- Operational state beside the evidence, changed in place: not entries, never chained.
+CREATE TABLE IF NOT EXISTS ledger_leases (
+    owner TEXT PRIMARY KEY,
+    renewed_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL
+);
 """
 
 _ROW_COLUMNS: Final = ", ".join(("seq", *COLUMNS, "entry"))
@@ -109,6 +131,22 @@ _ONE_STATEMENT_ROWS: Final = 1000
 """The most rows written by one multi-row INSERT (9 columns each: well within SQLite's limit
 of 32,766 parameters); a larger batch is written row by row in one transaction."""
 _VALUES: Final = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+OPEN_FIRES: Final = """
+SELECT seq, entry FROM ledger_entries WHERE seq IN (
+    SELECT MAX(CASE WHEN kind = 'fire' THEN seq END) FROM ledger_entries
+    WHERE transition IS NOT NULL AND kind IN ('fire', 'settlement', 'refusal')
+    GROUP BY session, transition
+    HAVING MAX(CASE WHEN kind = 'fire' THEN seq END)
+        > COALESCE(MAX(CASE WHEN kind <> 'fire' THEN seq END), 0)
+) ORDER BY seq
+"""
+"""Each (session, transition)'s latest fire that no settlement or refusal follows: one
+grouping pass over the rows' columns, and the open fires' bodies alone read."""
+_ENDED: Final = (
+    "SELECT 1 FROM ledger_entries WHERE transition = ? AND session IS ? "
+    "AND kind IN ('settlement', 'refusal') AND seq > ? LIMIT 1"
+)
+_LEASES: Final = "SELECT owner, renewed_at, expires_at FROM ledger_leases ORDER BY owner"
 
 
 @functools.lru_cache(maxsize=256)
@@ -118,6 +156,29 @@ def _insert_rows(count: int) -> str:
 
 def _row_values(entries: list[Entry]) -> list[object]:
     return [value for entry in entries for value in entry_row(entry)]
+
+
+def _held(owner: str, moment: datetime, duration_s: float) -> Lease:
+    return Lease(owner, moment, moment + timedelta(seconds=duration_s), live=True)
+
+
+def _lease_row(lease: Lease) -> tuple[str, str, str]:
+    return lease.owner, format_timestamp(lease.renewed_at), format_timestamp(lease.expires_at)
+
+
+def _lease(row: Sequence[Any], now: datetime) -> Lease:
+    owner, renewed, expires = row
+    expiry = datetime.fromisoformat(expires)
+    return Lease(owner, datetime.fromisoformat(renewed), expiry, live=expiry > now)
+
+
+def _ended(connection: sqlite3.Connection, closing: Closing) -> bool:
+    """Whether a settlement or refusal of ``closing``'s pair follows its fire."""
+    settlement = closing.settlement
+    found = connection.execute(
+        _ENDED, (settlement.transition, settlement.session, closing.fire_seq)
+    ).fetchone()
+    return found is not None
 
 
 def _cannot_write(exc: sqlite3.Error) -> bool:
@@ -168,6 +229,8 @@ class SQLiteBackend(GroupCommittedBackend):
         self._reader.text_factory = _text
         self._writer: sqlite3.Connection | None = None  # opened by the first append
         self._group = GroupCommit(self._write, name=self._url)
+        self._leaser: sqlite3.Connection | None = None  # opened by the first lease change
+        self._lease_lock = threading.Lock()
 
     @property
     def url(self) -> str:
@@ -249,6 +312,95 @@ class SQLiteBackend(GroupCommittedBackend):
         )
         return stored_checkpoints_of(rows)
 
+    def open_fires(self) -> list[Entry]:
+        rows = self._fetch(OPEN_FIRES, ())
+        return [entry_from_canonical(_as_bytes(entry), seq) for seq, entry in rows]
+
+    def take_lease(self, owner: str, duration_s: float, *, now: datetime | None = None) -> Lease:
+        check_lease(owner, duration_s)
+        lease = _held(owner, local_now(now), duration_s)
+        self._change_leases(
+            lambda connection: connection.execute(
+                "INSERT INTO ledger_leases (owner, renewed_at, expires_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (owner) DO UPDATE SET renewed_at = excluded.renewed_at, "
+                "expires_at = excluded.expires_at",
+                _lease_row(lease),
+            )
+        )
+        return lease
+
+    def renew_lease(
+        self, owner: str, duration_s: float, *, now: datetime | None = None
+    ) -> Lease | None:
+        check_lease(owner, duration_s)
+        lease = _held(owner, local_now(now), duration_s)
+        owner_, renewed, expires = _lease_row(lease)
+        renewed_rows = self._change_leases(
+            lambda connection: (
+                connection.execute(
+                    "UPDATE ledger_leases SET renewed_at = ?, expires_at = ? WHERE owner = ?",
+                    (renewed, expires, owner_),
+                ).rowcount
+            )
+        )
+        return lease if renewed_rows else None
+
+    def release_lease(self, owner: str) -> None:
+        self._change_leases(
+            lambda connection: connection.execute(
+                "DELETE FROM ledger_leases WHERE owner = ?", (owner,)
+            )
+        )
+
+    def leases(self, *, now: datetime | None = None) -> list[Lease]:
+        moment = local_now(now)
+        return [_lease(row, moment) for row in self._fetch(_LEASES, ())]
+
+    def close_fires(
+        self, closings: Sequence[Closing], *, by: str, now: datetime | None = None
+    ) -> list[Entry]:
+        moment = local_now(now)
+
+        def close(connection: sqlite3.Connection) -> list[Entry]:
+            leases = {row[0]: _lease(row, moment) for row in connection.execute(_LEASES)}
+            chosen = [
+                closing
+                for closing in closings
+                if closeable(closing, ended=_ended(connection, closing), leases=leases, by=by)
+            ]
+            if not chosen:
+                return []
+            head = connection.execute(_HEAD).fetchone()
+            entries = seal_all([c.settlement for c in chosen], *(head or (0, GENESIS_HASH)))
+            connection.executemany(_INSERT, [entry_row(entry) for entry in entries])
+            connection.executemany(
+                "DELETE FROM ledger_leases WHERE owner = ?",
+                [(owner,) for owner in taken_over(chosen, leases)],
+            )
+            return entries
+
+        return self._change_leases(close)
+
+    def _change_leases(self, change: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``change`` in a write transaction of the lease connection, durably committed."""
+        with self._lease_lock:
+            self._check_open()
+            try:
+                if self._leaser is None:
+                    self._leaser = self._connect()
+                connection = self._leaser
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    done = change(connection)
+                    connection.execute("COMMIT")
+                except BaseException:
+                    if connection.in_transaction:
+                        connection.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise self._error("cannot change the leases in", exc) from exc
+            return done
+
     def close(self) -> None:
         with self._read_lock:
             if self._closed:
@@ -257,6 +409,9 @@ class SQLiteBackend(GroupCommittedBackend):
         self._group.close()
         if self._writer is not None:
             self._writer.close()
+        with self._lease_lock:
+            if self._leaser is not None:
+                self._leaser.close()
         with self._read_lock:
             self._reader.close()
 

@@ -143,19 +143,31 @@ class AssayTools:
             str, Field(description="what fire answered, page.action#N", min_length=1)
         ],
         wait_ms: Annotated[int, Strict(), _FIRE["wait_ms"]] = 0,
+        session: Annotated[
+            str | None,
+            Field(
+                description="the session that fired it, if not this server's own: one closed, "
+                "or of an earlier run of the daemon (read from the ledger)",
+                min_length=1,
+                max_length=200,
+            ),
+        ] = None,
         *,
         ctx: Context,
     ) -> Annotated[CallToolResult, TransitionAnswer]:
         """Did this fire work? Answers pending, worked, failed, unobservable, refused or
         unmaterialized, with the outcome and evidence; with wait_ms it first waits up to
         that long for settlement. A pending answer says what it is waiting_on and for how
-        long (pending_for_ms), so you can tell "still working" from "nothing is coming"."""
+        long (pending_for_ms), so you can tell "still working" from "nothing is coming".
+        Any transition the ledger knows is answered, its session open or not."""
 
         async def progress(elapsed_ms: float, ceiling_ms: float, waiting_on: str) -> None:
             await ctx.report_progress(elapsed_ms, ceiling_ms, f"waiting on {waiting_on}")
 
         try:
-            settled = await self.host.wait(self.session, transition_id, wait_ms, progress)
+            settled = await self.host.wait(
+                session or self.session, transition_id, wait_ms, progress
+            )
         except NotFoundError as error:
             return problem(str(error))
         return answer(settled)

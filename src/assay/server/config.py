@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from assay.defaults import DEFAULT_APPLICATION, DEFAULT_SESSION_IDLE_S
+from assay.defaults import DEFAULT_APPLICATION, DEFAULT_LEASE_S, DEFAULT_SESSION_IDLE_S
 from assay.defaults import DEFAULT_LEDGER_URL as DEFAULT_URL
 from assay.errors import ContractError, RequestError, WrongTypeError
 from assay.server.tokens import TOKEN_FORM, Token, check_distinct, parse_scopes
@@ -41,6 +41,7 @@ ENVIRONMENT: Final = {
     "max_body_bytes": "ASSAY_MAX_BODY_BYTES",
     "session_idle_s": "ASSAY_SESSION_IDLE_S",
     "thresholds": "ASSAY_THRESHOLDS",
+    "lease_s": "ASSAY_LEASE_S",
 }
 CONFIG_ENV: Final = "ASSAY_CONFIG"
 _FILE_KEYS: Final = tuple(ENVIRONMENT)
@@ -70,6 +71,9 @@ class ServerConfig:
     """A session no request names for this long is closed; 0: sessions never expire."""
     thresholds: tuple[tuple[str, float], ...] = ()
     """(tier, confidence) pairs over the application's thresholds and the defaults."""
+    lease_s: float = DEFAULT_LEASE_S
+    """How long the daemon's lease on the ledger lasts unrenewed (renewed every third of it):
+    once a killed daemon's has expired, another closes the fires it left open."""
 
     @property
     def loopback(self) -> bool:
@@ -90,6 +94,11 @@ class ServerConfig:
                 f"session_idle_s must be 0 (never expire) or a positive number of seconds, "
                 f"not {self.session_idle_s}",
                 field="session_idle_s",
+            )
+        if not 0 < self.lease_s < math.inf:
+            raise RequestError(
+                f"lease_s must be a positive number of seconds, not {self.lease_s}",
+                field="lease_s",
             )
         if self.log_level not in LOG_LEVELS:
             raise RequestError(
@@ -188,6 +197,7 @@ FLAGS: Final = {
     "max_body_bytes": "--max-body-bytes",
     "session_idle_s": "--session-idle-s",
     "thresholds": "--threshold",
+    "lease_s": "--lease-s",
 }
 """The flag of each setting."""
 
@@ -212,7 +222,7 @@ def _from_environment(key: str, value: str, variable: str) -> Any:
         except ValueError:
             what = "a port number" if key == "port" else "a number of bytes"
             raise RequestError(f"{variable} must be {what}, not {value!r}", field=key) from None
-    if key == "session_idle_s":
+    if key in ("session_idle_s", "lease_s"):
         try:
             return float(value)
         except ValueError:
@@ -267,6 +277,7 @@ _FILE_KINDS: Final[dict[str, tuple[type | tuple[type, ...], str]]] = {
     "port": (int, "integer"),
     "max_body_bytes": (int, "integer"),
     "session_idle_s": ((int, float), "number"),
+    "lease_s": ((int, float), "number"),
     "tokens": (list, "array of tables"),
     "access_log": (bool, "boolean"),
     "workflows": (list, "array of strings"),

@@ -55,6 +55,7 @@ async def run(config: ServerConfig, *, ready: Callable[[str], None] | None = Non
                 redaction=redaction,
                 session_idle_s=idle_s,
                 thresholds=dict(config.thresholds),
+                lease_s=config.lease_s,
             ) as host:
                 workflows = Workflows(
                     ledger,
