@@ -15,7 +15,6 @@ be its second. So the host stops recording evidence, as after a failed store.
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import socket
 import uuid
@@ -24,7 +23,8 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from assay.clock import Clock, SystemClock
-from assay.errors import EvidenceStoppedError, WrongTypeError
+from assay.errors import EvidenceStoppedError
+from assay.ledger.lease import check_seconds
 from assay.ledger.ledger import Ledger
 
 _T = TypeVar("_T")
@@ -48,16 +48,7 @@ class Tenure:
     ``clock``. Its ledger calls run in a worker thread unless the backend never waits."""
 
     def __init__(self, ledger: Ledger, owner: str, duration_s: float, clock: Clock) -> None:
-        if (
-            isinstance(duration_s, bool)
-            or not isinstance(duration_s, int | float)
-            or not math.isfinite(duration_s)
-            or duration_s <= 0
-        ):
-            raise WrongTypeError(
-                f"lease_s must be a positive number of seconds, not {duration_s!r}",
-                parameter="lease_s",
-            )
+        check_seconds(duration_s, "lease_s")
         self.ledger = ledger
         self.owner = owner
         self.duration_s = float(duration_s)

@@ -82,15 +82,21 @@ def check_lease(owner: object, duration_s: object) -> None:
             f"owner must be a non-empty string naming the lease's holder, not {owner!r}",
             parameter="owner",
         )
+    check_seconds(duration_s, "duration_s")
+
+
+def check_seconds(value: object, parameter: str) -> None:
+    """``WrongTypeError`` naming ``parameter`` unless ``value`` is a positive, finite number
+    of seconds."""
     if (
-        isinstance(duration_s, bool)
-        or not isinstance(duration_s, int | float)
-        or not math.isfinite(duration_s)
-        or duration_s <= 0
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
     ):
         raise WrongTypeError(
-            f"duration_s must be a positive number of seconds, not {duration_s!r}",
-            parameter="duration_s",
+            f"{parameter} must be a positive number of seconds, not {value!r}",
+            parameter=parameter,
         )
 
 
