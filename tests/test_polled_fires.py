@@ -25,7 +25,7 @@ from mcp import Client
 
 from assay.clock import SYSTEM_CLOCK, Clock, VirtualClock
 from assay.errors import SessionError
-from assay.graph import Session, build_navigation_graph
+from assay.graph import FireResult, Session, build_navigation_graph
 from assay.host import Application, Host
 from assay.host.application import ConnectContext, Connection
 from assay.host.wire import VerifyRequest
@@ -112,6 +112,16 @@ async def _library_session(application: Application, clock: Clock) -> tuple[Sess
     return session, connection
 
 
+async def _waited(
+    session: Session, clock: VirtualClock, transition_id: str, advance: float
+) -> FireResult:
+    """``session.wait`` on ``transition_id`` (ceiling 10 s) while ``clock`` moves ``advance``
+    seconds: the fire result as of then."""
+    waiting = asyncio.ensure_future(session.wait(transition_id, 10))
+    await clock.advance(advance)
+    return await waiting
+
+
 async def test_a_library_fire_on_polled_state_reads_the_probes_before_its_snapshot() -> None:
     # The application moved u1 to Seattle between two polls; the agent's set-city does
     # nothing. On the last poll's snapshot the fire looked like the change: worked.
@@ -128,9 +138,7 @@ async def test_a_library_fire_on_polled_state_reads_the_probes_before_its_snapsh
         fired = await session.afire("profile.set-city", SEATTLE)
         assert fired.already_true is not None
         assert fired.already_true[0].actual_summary == '"Seattle"'
-        waiting = asyncio.ensure_future(session.wait(str(fired.transition_id), 2))
-        await clock.advance(0.1)
-        settled = await waiting
+        settled = await _waited(session, clock, str(fired.transition_id), 0.1)
         answer = session.did_it_work(str(fired.transition_id))
     finally:
         await session.close()
@@ -230,9 +238,7 @@ async def test_an_already_true_press_whose_handler_breaks_the_contract_fails() -
         assert fired.already_true is not None
         await clock.settle()
         transition_id = str(fired.transition_id)
-        waiting = asyncio.ensure_future(session.wait(transition_id, 10))
-        await clock.advance(6)
-        settled = await waiting
+        settled = await _waited(session, clock, transition_id, 6)
         answer = session.did_it_work(transition_id)
     finally:
         await session.close()
@@ -265,9 +271,7 @@ async def test_a_held_before_contract_is_judged_on_a_read_after_its_handler(
         await clock.advance(0.1)
         fired = await session.afire("profile.switch-mode", {"mode": "GUIDED"})
         assert fired.already_true is None
-        waiting = asyncio.ensure_future(session.wait(str(fired.transition_id), 10))
-        await clock.advance(6)
-        settled = await waiting
+        settled = await _waited(session, clock, str(fired.transition_id), 6)
         said = session.did_it_work(str(fired.transition_id))
     finally:
         await session.close()
@@ -387,9 +391,7 @@ async def test_an_effect_landing_after_the_deadline_fails_however_late_the_check
     fired = session.fire("inbox.send", verify_timeout_ms=5000)
     clock.stall(5.3)  # nothing ran meanwhile, the verification task included
     session.report({"count": 1})
-    waiting = asyncio.ensure_future(session.wait(str(fired.transition_id), 10))
-    await clock.advance(1)
-    settled = await waiting
+    settled = await _waited(session, clock, str(fired.transition_id), 1)
     assert settled.effect_status == "failed"
     assert settled.failure == "verification"
     assert settled.outcome is not None
@@ -409,9 +411,7 @@ async def test_an_effect_landing_in_time_passes_though_the_check_ran_late() -> N
     clock.stall(1.0)
     session.report({"count": 1})  # lands 1 s after the fire
     clock.stall(5.0)  # and the loop stays busy past the deadline
-    waiting = asyncio.ensure_future(session.wait(str(fired.transition_id), 10))
-    await clock.advance(1)
-    settled = await waiting
+    settled = await _waited(session, clock, str(fired.transition_id), 1)
     assert settled.effect_status == "settled"
     assert settled.outcome is not None and settled.outcome.passed
     assert settled.outcome.elapsed_ms == 6000  # checked 6 s after the fire, on 1 s's state
@@ -430,9 +430,7 @@ async def test_settle_ms_and_elapsed_ms_count_from_the_fire() -> None:
     session.register_actions("inbox", {"send": lambda args: session.report({"count": 1})})
     fired = session.fire("inbox.send")
     clock.stall(0.3)  # the task starts 300 ms late: 200 ms of the settlement wait are left
-    waiting = asyncio.ensure_future(session.wait(str(fired.transition_id), 10))
-    await clock.advance(0.2)
-    settled = await waiting
+    settled = await _waited(session, clock, str(fired.transition_id), 0.2)
     assert settled.outcome is not None
     assert (settled.outcome.passed, settled.outcome.elapsed_ms) == (True, 500)
 
