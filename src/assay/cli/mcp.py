@@ -9,7 +9,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from assay.cli.ledger import add_ledger_option
-from assay.defaults import DEFAULT_APPLICATION
+from assay.defaults import DEFAULT_APPLICATION, DEFAULT_LEASE_S
 from assay.errors import AssayError
 
 if TYPE_CHECKING:
@@ -47,6 +47,15 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"http: 0 picks a free one ({DEFAULT_PORT})"
     )
+    parser.add_argument(
+        "--lease-s",
+        type=float,
+        default=DEFAULT_LEASE_S,
+        metavar="SECONDS",
+        help="how long this server's lease on the ledger lasts unrenewed (default "
+        f"{DEFAULT_LEASE_S:g}; renewed every third of it): once a killed server's lease has "
+        "expired, the fires it left open are closed as unobservable",
+    )
     parser.set_defaults(run=run)
 
 
@@ -57,9 +66,11 @@ def run(args: argparse.Namespace) -> int:
     from assay.host import load_application
     from assay.host.loopback import listen
     from assay.ledger import open_ledger
+    from assay.ledger.lease import check_seconds
     from assay.mcp.http import require_loopback
 
     try:
+        check_seconds(args.lease_s, "--lease-s")
         listener = None
         if args.transport == "http":  # an address it cannot listen on is refused first
             require_loopback(args.host)
@@ -116,7 +127,7 @@ async def _serve_until_done(
     from assay.mcp.http import StreamableHttpEndpoint
     from assay.mcp.stdio import serve_stdio
 
-    async with Host(application, ledger) as host:
+    async with Host(application, ledger, lease_s=args.lease_s) as host:
         server = build_server(host)
         prepare_to_serve()
         if args.transport == "stdio":
