@@ -115,7 +115,7 @@ def test_verify_takes_a_declarative_contract_written_as_a_json_object(state_file
         (
             '{"inbox.sent_count": {"gte": 15}',
             "EXPR starts with '{', so it is read as a declarative contract, but it is not valid "
-            "JSON: Expecting ',' delimiter at column 33;",
+            "JSON: Expecting ',' delimiter at line 1 column 33;",
         ),
         ('{"inbox.sent_count": {"gtee": 15}}', "has unknown operator 'gtee'"),
     ):
@@ -262,7 +262,7 @@ def test_verify_syntax_error_exits_2_with_caret(state_file: Path) -> None:
     [
         ("{not json", "is not valid JSON: Expecting property name enclosed in double quotes"),
         ("[1, 2]", "must hold a JSON object (the objects map), not an array"),
-        ("42", "must hold a JSON object (the objects map), not number"),
+        ("42", "must hold a JSON object (the objects map), not a number"),
     ],
 )
 def test_verify_bad_state_exits_2(tmp_path: Path, content: str, message: str) -> None:

@@ -69,7 +69,7 @@ def test_a_state_file_nested_too_deeply_is_a_usage_error(
     assert main(["verify", "a", "--state", str(path)]) == 2
     assert capsys.readouterr().err == (
         f"assay verify: error: the state file {str(path)!r} nests deeper than 256 levels "
-        "(too deeply to read); flatten the value or store less of it\n"
+        "(too deeply to read); flatten it or send less of it\n"
     )
 
 
@@ -80,7 +80,7 @@ def test_a_state_on_stdin_nested_too_deeply_is_a_usage_error(
     assert main(["verify", "a", "--state", "-"]) == 2
     assert capsys.readouterr().err == (
         "assay verify: error: the state read from stdin nests deeper than 256 levels "
-        "(too deeply to read); flatten the value or store less of it\n"
+        "(too deeply to read); flatten it or send less of it\n"
     )
 
 
@@ -94,8 +94,8 @@ def test_a_contract_nested_too_deeply_is_a_usage_error(
         "contract key 'a' (eq): the operand nests deeper than 256 levels; flatten it, or "
         "compare a part of it"
         if depth == 900
-        else "the contract nests deeper than 256 levels (too deeply to read); flatten its "
-        "operands, or compare a part of the value"
+        else "EXPR (read as a declarative contract) nests deeper than 256 levels (too deeply "
+        "to read); flatten it or send less of it"
     )
     malformed = "assay verify: error: the contract is malformed: "
     assert capsys.readouterr().err == f"{malformed}{expected}\n"

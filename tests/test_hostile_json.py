@@ -3,9 +3,10 @@
 Each body of the corpus is sent to every such route of a real daemon over one keep-alive
 connection: each must be answered 400 with problem+json naming what is wrong (never a 500),
 and the next request on that connection must still be answered. The command line's JSON
-inputs (``verify --state FILE``, ``--state -``, a contract as EXPR, ``run --input``) must
-exit 2 with a message naming where. An integer over Python's 4,300 digits was a 500 on five
-routes and exit 70 on the command line.
+inputs (``verify --state FILE``, ``--state -``, a contract as EXPR, ``run --input`` inline
+and ``@FILE``), all read by ``json_text.read_document``, must exit 2 with one line naming
+what is wrong: each input is given the whole corpus (62 answers). An integer over Python's
+4,300 digits was a 500 on five routes and exit 70 on the command line.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from assay.cli.main import main
 from assay.examples.outpost import APPLICATION
-from assay.state.json_text import NumberTooLongError, loads
+from assay.state.json_text import JSONTextError, NumberTooLongError, loads, read_document
 from http_daemon import serving
 
 BIG = "9" * 5000
@@ -144,7 +147,9 @@ def test_a_contract_with_a_long_integer_is_a_usage_error(
     contract = json.dumps({"a": {"eq": 1}}).replace("1", BIG)
     assert main(["verify", contract, "--state", str(state)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("assay verify: error: the contract is malformed: EXPR, read as a ")
+    assert err.startswith(
+        "assay verify: error: the contract is malformed: EXPR (read as a declarative contract): "
+    )
     assert "a.eq: an integer of 5,000 digits" in err
 
 
@@ -163,3 +168,103 @@ def test_a_run_input_with_a_long_integer_is_a_usage_error(
     err = capsys.readouterr().err
     assert code == 2, err
     assert "sources.0: an integer of 5,000 digits, more than the 4,300" in err
+
+
+CLI_INPUTS = (
+    "verify --state FILE",
+    "verify --state -",
+    "verify EXPR",
+    "run --input",
+    "run --input @FILE",
+)
+
+
+def _cli_answer(
+    given: str, body: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> list[str] | None:
+    """argv for the command line input ``given`` carrying ``body``; ``None`` where that input
+    cannot carry it (argv is text; EXPR is read as a contract only when it is an object)."""
+    flow = Path(__file__).resolve().parents[1] / "examples/workflows/competitor_deep_dive.yaml"
+    run = ["run", str(flow), "--ledger", "memory:", "--input"]
+    file = tmp_path / "body.json"
+    file.write_bytes(body)
+    state = tmp_path / "state.json"
+    state.write_text('{"a": 1}')
+    if given == "verify --state FILE":
+        return ["verify", "a === 1", "--state", str(file)]
+    if given == "verify --state -":
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(body)))
+        return ["verify", "a === 1", "--state", "-"]
+    if given == "run --input @FILE":
+        return [*run, f"@{file}"]
+    try:
+        text = body.decode()
+    except UnicodeDecodeError:
+        return None
+    if given == "run --input":
+        return [*run, text]
+    return (
+        ["verify", text, "--state", str(state)] if text.lstrip("\ufeff").startswith("{") else None
+    )
+
+
+@pytest.mark.parametrize("given", CLI_INPUTS)
+def test_every_hostile_body_is_a_usage_error_on_every_command_line_input(
+    given: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    refused: dict[str, str] = {}
+    for name, body in CORPUS.items():
+        argv = _cli_answer(given, body, tmp_path, monkeypatch)
+        if argv is None:
+            continue
+        code = main(argv)
+        out, err = capsys.readouterr()
+        assert (code, out) == (2, ""), (name, err)
+        command = argv[0]
+        # one line, from the command, saying what is wrong: no traceback, nothing half-done
+        assert err.startswith(f"assay {command}: error: ") and err.count("\n") == 1, (name, err)
+        refused[name] = err
+    carried = {"verify EXPR": 11, "run --input": 12}.get(given, len(CORPUS))
+    assert len(refused) == carried
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(JSON_VALUES, st.booleans(), st.booleans())
+def test_read_document_reads_every_document_json_writes(
+    value: object, as_bytes: bool, marked: bool
+) -> None:
+    text = ("\ufeff" if marked else "") + json.dumps(value)
+    data = text.encode() if as_bytes else text
+    assert read_document(data, named="the document") == value
+
+
+@pytest.mark.parametrize(
+    ("data", "kind", "message"),
+    [
+        (b'{"a": 1, "a": 2}', "duplicate_key", "the document gives the key 'a' twice in one"),
+        (b'{"a": "\xff"}', "utf8", "the document is not UTF-8 text: it holds the byte 0xff at"),
+        (b'{"a": 1,}', "syntax", "the document is not valid JSON: Expecting property name"),
+        (b'{"a": [' + BIG.encode() + b"]}", "too_long", "the document: a.0: an integer of 5,000"),
+        (DEEP.encode(), "too_deep", "the document nests deeper than 256 levels"),
+    ],
+)
+def test_read_document_names_the_rule_a_document_breaks(
+    data: bytes, kind: str, message: str
+) -> None:
+    with pytest.raises(JSONTextError) as refused:
+        read_document(data, named="the document")
+    assert refused.value.kind == kind
+    assert str(refused.value).startswith(message)

@@ -133,10 +133,10 @@ def test_bad_input_and_unknown_runs_exit_2(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     not_json = assay("run", str(EXAMPLE), "--input", "{nope", "--ledger", url)
     assert not_json.returncode == 2
-    assert "--input is not JSON" in not_json.stderr
+    assert "--input is not valid JSON" in not_json.stderr
     not_object = assay("run", str(EXAMPLE), "--input", "[1]", "--ledger", url)
     assert not_object.returncode == 2
-    assert "--input must be a JSON object, not list" in not_object.stderr
+    assert "--input must be a JSON object, not an array" in not_object.stderr
     half_pair = assay("run", str(EXAMPLE), "--input", '{"topic": "\\udc00"}', "--ledger", url)
     assert (half_pair.returncode, half_pair.stderr) == (
         2,
@@ -149,8 +149,8 @@ def test_bad_input_and_unknown_runs_exit_2(tmp_path: Path) -> None:
     undecodable_input = assay("run", str(EXAMPLE), "--input", f"@{binary}", "--ledger", url)
     assert (undecodable_input.returncode, undecodable_input.stderr) == (
         2,
-        f"assay run: error: the --input file {str(binary)!r} is not UTF-8 text: "
-        "invalid start byte\n",
+        f"assay run: error: the --input file {str(binary)!r} is not UTF-8 text: it holds "
+        "the byte 0xff at offset 10\n",
     )
     undecodable = assay("run", str(binary), "--ledger", url)
     assert (undecodable.returncode, undecodable.stderr) == (
@@ -261,8 +261,8 @@ def test_an_input_nested_too_deeply_to_read_is_a_usage_error(tmp_path: Path) -> 
     result = assay("run", str(EXAMPLE), "--input", f"@{deep}")
     assert (result.returncode, result.stderr) == (
         2,
-        f"assay run: error: {deep} nests too deeply to read; a run's input must nest at most "
-        "256 levels\n",
+        f"assay run: error: the --input file {str(deep)!r} nests deeper than 256 levels (too "
+        "deeply to read); flatten it or send less of it\n",
     )
 
 

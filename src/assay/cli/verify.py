@@ -9,7 +9,6 @@ only when the command runs, so ``assay --help`` needs none of them.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import TYPE_CHECKING, Any, Final
@@ -146,43 +145,21 @@ def load_state(path: str) -> dict[str, Any] | str:
     named = "the state read from stdin" if path == "-" else f"the state file {path!r}"
     try:
         if path == "-":
-            text = sys.stdin.buffer.read().decode("utf-8-sig")
+            data = sys.stdin.buffer.read()
         else:
-            with open(path, encoding="utf-8-sig") as handle:
-                text = handle.read()
+            with open(path, "rb") as handle:
+                data = handle.read()
     except OSError as error:
         return f"cannot read {named}: {error.strerror or error}"
-    except UnicodeDecodeError as error:
-        byte = error.object[error.start]
-        return f"{named} is not UTF-8 text: it holds the byte 0x{byte:02x} at offset {error.start}"
-    from assay.state import json_text
+    from assay.state.json_text import JSONTextError, json_kind, read_document
 
     try:
-        state = json_text.loads(text)
-    except json.JSONDecodeError as error:
-        return f"{named} is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
-    except json_text.NumberTooLongError as error:
-        return f"{named}: {error}"
-    except RecursionError:
-        from assay.state import MAX_DEPTH
-
-        return (
-            f"{named} nests deeper than {MAX_DEPTH} levels (too deeply to read); flatten the "
-            "value or store less of it"
-        )
+        state = read_document(data, named=named)
+    except JSONTextError as error:
+        return str(error)
     if not isinstance(state, dict):
-        kind = "an array" if isinstance(state, list) else _json_type(state)
-        return f"{named} must hold a JSON object (the objects map), not {kind}"
+        return f"{named} must hold a JSON object (the objects map), not {json_kind(state)}"
     return state
-
-
-def _json_type(value: object) -> str:
-    """JSON's name for the type of a scalar ``json.loads`` answered."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    return "string" if isinstance(value, str) else "number"
 
 
 async def _watch_file(path: str, store: StateStore, interval: float) -> None:
@@ -216,26 +193,20 @@ def compile_predicate(text: str) -> Predicate:
     from assay.expr import compile_expression
     from assay.expr.contract import compile_contract
 
-    if not text.lstrip().startswith("{"):
+    if not text.lstrip("\ufeff \t\n\r").startswith("{"):  # a byte order mark too
         return compile_expression(text)
-    from assay.state import json_text
+    from assay.state.json_text import JSONTextError, read_document
 
     try:
-        contract = json_text.loads(text, object_pairs_hook=_without_duplicates)
-    except json_text.NumberTooLongError as error:
-        raise ContractError(f"EXPR, read as a declarative contract: {error}") from None
-    except json.JSONDecodeError as error:
+        named = "EXPR (read as a declarative contract)"
+        contract = read_document(text, named=named, object_pairs_hook=_without_duplicates)
+    except JSONTextError as error:
+        if error.kind != "syntax":
+            raise ContractError(str(error)) from None
         raise ContractError(
-            f"EXPR starts with '{{', so it is read as a declarative contract, but it is not "
-            f"valid JSON: {error.msg} at column {error.colno}; write it as a JSON object such "
-            """as '{"inbox.sent_count": {"gte": 15}}', or write an expression"""
-        ) from None
-    except RecursionError:
-        from assay.expr.filter_operators import MAX_OPERAND_DEPTH
-
-        raise ContractError(
-            f"the contract nests deeper than {MAX_OPERAND_DEPTH} levels (too deeply to read); "
-            "flatten its operands, or compare a part of the value"
+            f"EXPR starts with '{{', so it is read as a declarative contract, but it "
+            f"{error.reason}; write it as a JSON object such as "
+            """'{"inbox.sent_count": {"gte": 15}}', or write an expression"""
         ) from None
     return compile_contract(contract)
 

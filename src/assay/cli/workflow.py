@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import shlex
 import signal
 import sys
@@ -350,34 +349,23 @@ def _parse_input(text: str) -> dict[str, Any]:
     from assay.state.canonical import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
 
     source = "--input"
+    data: str | bytes = text
     if text.startswith("@"):
         source = text[1:]
         try:
-            with open(source, encoding="utf-8-sig") as file:
-                text = file.read()
+            with open(source, "rb") as file:
+                data = file.read()
         except OSError as error:
             raise WorkflowError(f"cannot read --input file {source!r}: {error.strerror}") from None
-        except UnicodeDecodeError as error:
-            raise WorkflowError(
-                f"the --input file {source!r} is not UTF-8 text: {error.reason}", field="input"
-            ) from None
-    from assay.state import json_text
+    from assay.state.json_text import JSONTextError, json_kind, read_document
 
+    named = "--input" if source == "--input" else f"the --input file {source!r}"
     try:
-        value = json_text.loads(text)
-    except json.JSONDecodeError as error:
-        raise WorkflowError(f"{source} is not JSON: {error}", field="input") from None
-    except json_text.NumberTooLongError as error:
-        raise WorkflowError(f"{source}: {error}", field="input") from None
-    except RecursionError:
-        raise WorkflowError(
-            f"{source} nests too deeply to read; a run's input must nest at most 256 levels",
-            field="input",
-        ) from None
+        value = read_document(data, named=named)
+    except JSONTextError as error:
+        raise WorkflowError(str(error), field="input") from None
     if not isinstance(value, dict):
-        raise WorkflowError(
-            f"{source} must be a JSON object, not {type(value).__name__}", field="input"
-        )
+        raise WorkflowError(f"{named} must be a JSON object, not {json_kind(value)}", field="input")
     if holds_half_surrogate_pair(value):  # an escape, or argv bytes that are not UTF-8
-        raise WorkflowError(f"{source}: {HALF_SURROGATE_PAIR}", field="input")
+        raise WorkflowError(f"{named}: {HALF_SURROGATE_PAIR}", field="input")
     return value

@@ -5,6 +5,11 @@ default) and raises a bare ``ValueError`` from inside the parser, naming neither
 number stood nor the limit's reason. ``loads`` reads such a number as a placeholder, then
 refuses the text with ``NumberTooLongError`` naming the number's path, its length and the
 limit, so that every port can answer "bad input" rather than fail.
+
+``read_document`` reads a whole JSON document given on the command line (a state file, stdin,
+a run's input) by the rules the HTTP body reader keeps: UTF-8 with an optional byte order
+mark, each key once per object, integers Python can convert, nesting Python can parse. Any
+other text is a ``JSONTextError`` saying which rule it broke and where.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any, Final
 
 from assay.errors import AssayError
 from assay.expr.path import format_path
+from assay.state.canonical import MAX_DEPTH, RepeatedKeyError, unique_keys
 
 DEFAULT_DIGITS_LIMIT: Final = 4300
 """Python's own default; ``sys.get_int_max_str_digits()`` says what is in force."""
@@ -35,6 +41,71 @@ class NumberTooLongError(AssayError, ValueError):
             "send it as a string if it is an identifier"
         )
         super().__init__(f"{where(path)}: {self.reason}")
+
+
+class JSONTextError(AssayError, ValueError):
+    """A JSON document breaks one of ``read_document``'s rules: ``named`` is the document as
+    the message calls it, ``reason`` what is wrong with it (and where), ``kind`` which rule
+    (``utf8``, ``syntax``, ``too_long``, ``too_deep``, ``duplicate_key``)."""
+
+    def __init__(self, named: str, reason: str, *, kind: str) -> None:
+        self.named = named
+        self.reason = reason
+        self.kind = kind
+        # "the state file 'a.json' is not valid JSON: …", "… 'a.json': inbox.count: an integer…"
+        super().__init__(f"{named}{': ' if kind == 'too_long' else ' '}{reason}")
+
+
+def read_document(
+    data: str | bytes,
+    *,
+    named: str,
+    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] = unique_keys,
+) -> Any:
+    """The JSON value ``data`` holds; ``JSONTextError`` naming the document as ``named`` when
+    it is not UTF-8 text (a leading byte order mark is ignored), not JSON, gives a key twice
+    in one object, holds an integer too long to convert, or nests too deeply to parse.
+    ``object_pairs_hook`` may refuse repeated keys its own way (its errors propagate)."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8-sig")
+        except UnicodeDecodeError as error:
+            byte = error.object[error.start]
+            reason = f"is not UTF-8 text: it holds the byte 0x{byte:02x} at offset {error.start}"
+            raise JSONTextError(named, reason, kind="utf8") from None
+    try:
+        return loads(data.removeprefix("\ufeff"), object_pairs_hook=object_pairs_hook)
+    except json.JSONDecodeError as error:
+        reason = f"is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
+        raise JSONTextError(named, reason, kind="syntax") from None
+    except NumberTooLongError as error:
+        raise JSONTextError(named, str(error), kind="too_long") from None
+    except RecursionError:
+        reason = (
+            f"nests deeper than {MAX_DEPTH} levels (too deeply to read); flatten it or send "
+            "less of it"
+        )
+        raise JSONTextError(named, reason, kind="too_deep") from None
+    except RepeatedKeyError as repeated:
+        reason = (
+            f"gives the key {repeated.key!r} twice in one object; give each key once (JSON "
+            "readers differ on which of the two counts)"
+        )
+        raise JSONTextError(named, reason, kind="duplicate_key") from None
+
+
+def json_kind(value: object) -> str:
+    """JSON's name for the kind of a value ``loads`` answered, with its article: ``an
+    object``, ``an array``, ``a string``, ``a number``, ``a boolean`` or ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a string" if isinstance(value, str) else "a number"
 
 
 class _TooLong:
