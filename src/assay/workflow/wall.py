@@ -165,11 +165,14 @@ def _cancel_the_rest(loop: asyncio.AbstractEventLoop) -> None:
     left = [task for task in asyncio.all_tasks(loop) if not task.done()]
     for task in left:
         task.cancel()
-    awaited = [task for task in left if task not in _abandoned]
-    if awaited:
-        loop.run_until_complete(asyncio.gather(*awaited, return_exceptions=True))
+    while True:  # a call is abandoned once the task that awaited it has taken its cancellation
+        waiting = [task for task in left if not task.done() and task not in _abandoned]
+        if not waiting:
+            break
+        loop.run_until_complete(asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED))
     # Abandoned ones get one more turn of the loop to take their cancellation, no more.
     loop.run_until_complete(asyncio.sleep(0))
+    awaited = [task for task in left if task.done()]
     for task in awaited:
         if not task.cancelled() and task.exception() is not None:
             loop.call_exception_handler(
