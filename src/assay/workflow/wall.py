@@ -101,13 +101,13 @@ async def within(
     loop = asyncio.get_running_loop()
     given_up: asyncio.Future[None] = loop.create_future()
     timers: list[Timer] = []
-    ran_out = False
+    ran_out: Exhaustion | None = None  # the bound, as it was read when it ran out
 
     def run_out() -> None:
         nonlocal ran_out
         if task.done():
             return
-        ran_out = True
+        ran_out = scope.wall_exhaustion()
         if not in_thread:
             task.cancel()
         timers.append(clock.call_later(grace, give_up))
@@ -129,11 +129,12 @@ async def within(
         given_up.cancel()
     if not task.done():
         _abandon(task)
-        raise AbandonedError(scope.wall_exhaustion(), grace, in_thread=in_thread)
-    if ran_out:  # it stopped, or answered within the grace: still out of time
+        assert ran_out is not None  # only a bound that ran out gives up
+        raise AbandonedError(ran_out, grace, in_thread=in_thread)
+    if ran_out is not None:  # it stopped, or answered within the grace: still out of time
         if not task.cancelled():
             task.exception()  # retrieved, so that nothing reports it as never seen
-        raise OutOfTimeError(scope.wall_exhaustion())
+        raise OutOfTimeError(ran_out)
     return task.result()
 
 
