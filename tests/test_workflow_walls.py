@@ -13,7 +13,8 @@ import pytest
 from assay.clock import VirtualClock
 from assay.defaults import DEFAULT_WALL_S
 from assay.errors import WorkflowError
-from assay.workflow import Engine, RunStatus, StepContext, Workflow
+from assay.server.config import load_config
+from assay.workflow import Engine, RunStatus, StepContext, Workflow, Workflows
 from assay.workflow.budget import Budget
 from assay.workflow.ceiling import MAX_EXECUTOR_CALLS, MAX_WALL_S, worst_case_calls
 from assay.workflow.run import read_run
@@ -406,3 +407,15 @@ def test_the_engine_refuses_a_workflow_built_in_python_beyond_the_ceiling() -> N
 
     with pytest.raises(WorkflowError, match=r"up to 5,000 executor calls in one run"):
         Engine(built, memory_ledger())
+
+
+def test_the_daemons_default_wall_comes_from_its_flag_variable_or_file(tmp_path: Any) -> None:
+    file = tmp_path / "assay.toml"
+    file.write_text("workflow_wall_s = 90\n")
+
+    assert load_config({}, {}).workflow_wall_s == DEFAULT_WALL_S
+    assert load_config({}, {}, file).workflow_wall_s == 90
+    assert load_config({}, {"ASSAY_WORKFLOW_WALL_S": "7.5"}, file).workflow_wall_s == 7.5
+    assert load_config({"workflow_wall_s": 30.0}, {}, file).workflow_wall_s == 30
+    workflows = Workflows(memory_ledger(), default_wall_s=30.0)
+    assert workflows.engine(workflow_of(step_of("s", lambda ctx: GOOD))).default_wall_s == 30

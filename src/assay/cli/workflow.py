@@ -4,7 +4,8 @@ Exit codes (as for every subcommand, see ``assay.cli.main``):
 
     lint    0 no problems; 1 problems found (each printed with its rule); 2 unreadable file
     run     0 the run completed; 1 it parked (resume it with ``assay resume``); 2 the
-            workflow or the input is invalid (lint problems included), nothing was run
+            workflow or the input is invalid (lint problems and a budget beyond the
+            ceilings included), or ``--wall-s`` is, nothing was run
     resume  0 completed; 1 parked again; 2 bad input, no such run, or a run that cannot be
             resumed (a completed one)
     runs    0

@@ -3,8 +3,9 @@
 Each scope has a ``Meter`` with its own ``Limits`` (iterations, wall seconds, tokens, cost)
 and a parent; a charge lands on the meter and every ancestor. A bound is checked before each
 iteration starts, so no scope starts an iteration it has no room for; the iteration itself
-may overrun a wall, token or cost bound by its own size, never more (an executor cannot be
-preempted), and never overruns an iteration count.
+may overrun a token or cost bound by its own size, never more (nothing can stop a call from
+spending), and never overruns an iteration count; a wall bound stops the calls it outlasts
+(``assay.workflow.wall``).
 """
 
 from __future__ import annotations
