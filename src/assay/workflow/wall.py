@@ -7,7 +7,7 @@ daemon serving on it) runs on meanwhile. A call that has not ended ``STOP_GRACE_
 bound ran out (a coroutine that swallows ``CancelledError``, a thread that stays blocked) is
 abandoned: it is no longer waited for, whatever it returns later is dropped, and
 ``AbandonedError`` says so. ``run`` is ``asyncio.run`` except that, when the run is over, it
-does not wait for what was abandoned either.
+gives what was abandoned a few turns of the loop to stop, and does not wait for it longer.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ STOP_GRACE_S: Final = 5.0
 """How long, after its wall bound ran out, a call may take to stop before it is abandoned."""
 
 _T = TypeVar("_T")
+_LAST_TURNS: Final = 64
+"""How many turns of the loop abandoned calls get, as it ends, to take their cancellation."""
 _abandoned: set[asyncio.Future[Any]] = set()
 """Calls given up on that have not ended yet; held here so none is collected while it runs."""
 
@@ -145,9 +147,9 @@ def abandoned() -> int:
 
 def run(main: Coroutine[Any, Any, _T]) -> _T:
     """``asyncio.run(main)``, except that at the end abandoned calls are cancelled once more
-    and not waited for: a coroutine that swallows cancellation would otherwise keep the
-    process from ever finishing. Everything else left is cancelled and waited for, as
-    ``asyncio.run`` does."""
+    and given a few turns of the loop, not waited for: a coroutine that swallows
+    cancellation would otherwise keep the process from ever finishing. Everything else left
+    is cancelled and waited for, as ``asyncio.run`` does."""
     loop = asyncio.new_event_loop()
     try:
         asyncio.set_event_loop(loop)
@@ -171,8 +173,12 @@ def _cancel_the_rest(loop: asyncio.AbstractEventLoop) -> None:
         if not waiting:
             break
         loop.run_until_complete(asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED))
-    # Abandoned ones get one more turn of the loop to take their cancellation, no more.
-    loop.run_until_complete(asyncio.sleep(0))
+    # Abandoned ones get a few turns of the loop to take their cancellation (and clean up what
+    # needs no waiting), no more: one that swallows it would otherwise be waited for for ever.
+    for _ in range(_LAST_TURNS):
+        if not any(not call.done() for call in _abandoned):
+            break
+        loop.run_until_complete(asyncio.sleep(0))
     awaited = [task for task in left if task.done()]
     for task in awaited:
         if not task.cancelled() and task.exception() is not None:
