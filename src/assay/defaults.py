@@ -28,3 +28,7 @@ DEFAULT_POLL_INTERVAL_MS: Final = 500
 HTTP_READ_TIMEOUT: Final = 2.0
 """How long one read of an HTTP probe may take by default, in seconds: connecting, sending
 and the answer."""
+
+DEFAULT_WALL_S: Final = 3600.0
+"""The wall bound of a run (one leg of it: a resume starts afresh) whose workflow's budget sets
+no ``wall_s`` (one hour): no run waits on its steps for ever."""

@@ -12,7 +12,12 @@ import logging
 import sys
 from typing import Any
 
-from assay.defaults import DEFAULT_APPLICATION, DEFAULT_LEASE_S, DEFAULT_SESSION_IDLE_S
+from assay.defaults import (
+    DEFAULT_APPLICATION,
+    DEFAULT_LEASE_S,
+    DEFAULT_SESSION_IDLE_S,
+    DEFAULT_WALL_S,
+)
 from assay.errors import ApplicationError, LedgerError, RequestError, WorkflowError
 from assay.server.config import (
     DEFAULT_HOST,
@@ -32,7 +37,7 @@ def register(commands: Any) -> None:
         description="Serve the HTTP API (OpenAPI at /openapi.json) for an application. "
         "Each setting also comes from ASSAY_APP, ASSAY_LEDGER, ASSAY_HOST, ASSAY_PORT, "
         "ASSAY_TOKENS (space-separated), ASSAY_LOG_LEVEL, ASSAY_WORKFLOWS, ASSAY_REDACT, "
-        "ASSAY_MAX_BODY_BYTES, ASSAY_SESSION_IDLE_S, ASSAY_LEASE_S, "
+        "ASSAY_MAX_BODY_BYTES, ASSAY_SESSION_IDLE_S, ASSAY_LEASE_S, ASSAY_WORKFLOW_WALL_S, "
         "or a TOML --config file (ASSAY_CONFIG). A non-loopback --host needs at least one "
         "--token.",
     )
@@ -86,6 +91,13 @@ def register(commands: Any) -> None:
         "expired, the fires it left open are closed as unobservable",
     )
     parser.add_argument(
+        "--workflow-wall-s",
+        type=float,
+        metavar="SECONDS",
+        help="the wall bound of a workflow run whose workflow's budget sets no wall_s "
+        f"(default {DEFAULT_WALL_S:g}; at most 86400)",
+    )
+    parser.add_argument(
         "--threshold",
         dest="thresholds",
         action="append",
@@ -103,9 +115,8 @@ def register(commands: Any) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    import asyncio
-
     from assay.server.daemon import run  # uvicorn and FastAPI load only to serve
+    from assay.workflow.wall import run as run_to_the_end
 
     flags = {key: getattr(args, key) for key in ENVIRONMENT}
     try:
@@ -123,7 +134,9 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"assay serve: listening on {url}", file=sys.stderr, flush=True)
 
     try:
-        asyncio.run(run(config, ready=ready))
+        # Not asyncio.run: at the end, it would wait for ever for a workflow's executor that
+        # ignores its cancellation, and the daemon would never stop.
+        run_to_the_end(run(config, ready=ready))
     except WorkflowError as error:
         print(f"assay serve: --workflows: {error}", file=sys.stderr)
         return 2

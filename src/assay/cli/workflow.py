@@ -4,7 +4,8 @@ Exit codes (as for every subcommand, see ``assay.cli.main``):
 
     lint    0 no problems; 1 problems found (each printed with its rule); 2 unreadable file
     run     0 the run completed; 1 it parked (resume it with ``assay resume``); 2 the
-            workflow or the input is invalid (lint problems included), nothing was run
+            workflow or the input is invalid (lint problems and a budget beyond the
+            ceilings included), or ``--wall-s`` is, nothing was run
     resume  0 completed; 1 parked again; 2 bad input, no such run, or a run that cannot be
             resumed (a completed one)
     runs    0
@@ -59,6 +60,7 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("file", metavar="FILE", help="a workflow YAML file, or module:attribute")
     parser.add_argument("--input", default="{}", metavar="JSON", help=_INPUT_HELP)
+    _wall_option(parser)
     _model_options(parser)
     add_ledger_option(parser)
     parser.set_defaults(run=run_run)
@@ -71,6 +73,7 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("run_id", metavar="RUN_ID", help="as `assay runs` lists it")
     parser.add_argument("--input", default="{}", metavar="JSON", help=_INPUT_HELP)
+    _wall_option(parser)
     _model_options(parser)
     add_ledger_option(parser)
     parser.set_defaults(run=run_resume)
@@ -98,6 +101,19 @@ def register(commands: Any) -> None:
 
 
 _INPUT_HELP = "a JSON object, or @path to a file holding one (default {})"
+
+
+def _wall_option(parser: argparse.ArgumentParser) -> None:
+    from assay.defaults import DEFAULT_WALL_S
+
+    parser.add_argument(
+        "--wall-s",
+        type=float,
+        default=DEFAULT_WALL_S,
+        metavar="SECONDS",
+        help="the run's wall bound when the workflow's budget sets no wall_s (default "
+        f"{DEFAULT_WALL_S:g}; at most 86400)",
+    )
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
@@ -155,15 +171,15 @@ def run_run(args: argparse.Namespace) -> int:
         run_input = run_input_of(workflow, given)
         check_workflow(workflow, run_input)
         model = _model_settings(args)
+        wall_s = _wall_s(args)
         # Before the ledger opens, as lint is: a run nothing could judge creates no ledger.
         require_judges(workflow, workflow.steps, model or workflow.model)
         run_id = f"{workflow.name}-{uuid.uuid4().hex[:12]}"
         with open_ledger(args.ledger) as ledger:
             try:
                 with _interrupts_at_once():
-                    record = (
-                        _service(ledger, model).engine(workflow).start(run_input, run_id=run_id)
-                    )
+                    engine = _service(ledger, model, wall_s).engine(workflow)
+                    record = engine.start(run_input, run_id=run_id)
             except KeyboardInterrupt:
                 return _interrupted("run", run_id, ledger, args)
     except WorkflowLintError as error:
@@ -181,10 +197,11 @@ def run_resume(args: argparse.Namespace) -> int:
     try:
         human = _parse_input(args.input)
         model = _model_settings(args)
+        wall_s = _wall_s(args)
         with _recorded_ledger(args, "assay resume") as ledger:  # the run must be in it
             try:
                 with _interrupts_at_once():
-                    record = _service(ledger, model).resume(args.run_id, human)
+                    record = _service(ledger, model, wall_s).resume(args.run_id, human)
             except KeyboardInterrupt:
                 return _interrupted("resume", args.run_id, ledger, args)
     except AssayError as error:
@@ -300,10 +317,17 @@ def _model_settings(args: argparse.Namespace) -> ModelSettings | None:
     return None
 
 
-def _service(ledger: Any, model: ModelSettings | None) -> Workflows:
+def _wall_s(args: argparse.Namespace) -> float:
+    """``--wall-s``, checked: a positive number of seconds, at most a day."""
+    from assay.workflow.engine import require_wall
+
+    return require_wall(args.wall_s, "--wall-s")
+
+
+def _service(ledger: Any, model: ModelSettings | None, wall_s: float) -> Workflows:
     from assay.workflow.service import Workflows
 
-    return Workflows(ledger, model=model, observer=_progress)
+    return Workflows(ledger, model=model, observer=_progress, default_wall_s=wall_s)
 
 
 def _progress(kind: str, body: Any) -> None:

@@ -18,7 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from assay.defaults import DEFAULT_APPLICATION, DEFAULT_LEASE_S, DEFAULT_SESSION_IDLE_S
+from assay.defaults import (
+    DEFAULT_APPLICATION,
+    DEFAULT_LEASE_S,
+    DEFAULT_SESSION_IDLE_S,
+    DEFAULT_WALL_S,
+)
 from assay.defaults import DEFAULT_LEDGER_URL as DEFAULT_URL
 from assay.errors import ContractError, RequestError, WrongTypeError
 from assay.server.tokens import TOKEN_FORM, Token, check_distinct, parse_scopes
@@ -42,6 +47,7 @@ ENVIRONMENT: Final = {
     "session_idle_s": "ASSAY_SESSION_IDLE_S",
     "thresholds": "ASSAY_THRESHOLDS",
     "lease_s": "ASSAY_LEASE_S",
+    "workflow_wall_s": "ASSAY_WORKFLOW_WALL_S",
 }
 CONFIG_ENV: Final = "ASSAY_CONFIG"
 _FILE_KEYS: Final = tuple(ENVIRONMENT)
@@ -74,6 +80,8 @@ class ServerConfig:
     lease_s: float = DEFAULT_LEASE_S
     """How long the daemon's lease on the ledger lasts unrenewed (renewed every third of it):
     once a killed daemon's has expired, another closes the fires it left open."""
+    workflow_wall_s: float = DEFAULT_WALL_S
+    """The wall bound of a workflow run whose workflow's budget sets no ``wall_s``."""
 
     @property
     def loopback(self) -> bool:
@@ -99,6 +107,14 @@ class ServerConfig:
             raise RequestError(
                 f"lease_s must be a positive number of seconds, not {self.lease_s}",
                 field="lease_s",
+            )
+        from assay.workflow.ceiling import MAX_WALL_S  # here: the CLI's parser loads no workflow
+
+        if not 0 < self.workflow_wall_s <= MAX_WALL_S:
+            raise RequestError(
+                f"workflow_wall_s must be a positive number of seconds, at most "
+                f"{MAX_WALL_S:,.0f} (a day), not {self.workflow_wall_s}",
+                field="workflow_wall_s",
             )
         if self.log_level not in LOG_LEVELS:
             raise RequestError(
@@ -198,6 +214,7 @@ FLAGS: Final = {
     "session_idle_s": "--session-idle-s",
     "thresholds": "--threshold",
     "lease_s": "--lease-s",
+    "workflow_wall_s": "--workflow-wall-s",
 }
 """The flag of each setting."""
 
@@ -222,7 +239,7 @@ def _from_environment(key: str, value: str, variable: str) -> Any:
         except ValueError:
             what = "a port number" if key == "port" else "a number of bytes"
             raise RequestError(f"{variable} must be {what}, not {value!r}", field=key) from None
-    if key in ("session_idle_s", "lease_s"):
+    if key in ("session_idle_s", "lease_s", "workflow_wall_s"):
         try:
             return float(value)
         except ValueError:
@@ -278,6 +295,7 @@ _FILE_KINDS: Final[dict[str, tuple[type | tuple[type, ...], str]]] = {
     "max_body_bytes": (int, "integer"),
     "session_idle_s": ((int, float), "number"),
     "lease_s": ((int, float), "number"),
+    "workflow_wall_s": ((int, float), "number"),
     "tokens": (list, "array of tables"),
     "access_log": (bool, "boolean"),
     "workflows": (list, "array of strings"),

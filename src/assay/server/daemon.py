@@ -62,6 +62,7 @@ async def run(config: ServerConfig, *, ready: Callable[[str], None] | None = Non
                     directories=config.workflows,
                     workflows=_built_in(config.workflows),
                     session=host.session(None),
+                    default_wall_s=config.workflow_wall_s,
                 )
                 app = create_app(
                     host,

@@ -2,7 +2,8 @@
 
 Only workflows the daemon was given are runnable by name (``assay serve --workflows DIR``
 and the built-in ``competitor_deep_dive``): a request never names a file or a module to
-import. A start or resume answers once the run has completed or parked; the run's
+import. A start or resume answers once the run has completed or parked, within its wall bound
+(``--workflow-wall-s``, an hour by default, when the workflow sets none); the run's
 verdicts, commits, escalations and parks are already in the ledger by then. Its input is held
 to the workflow's ``budget.output_bytes`` (1 MiB by default) as canonical JSON, within the
 daemon's own cap on any body (``--max-body-bytes``, 16 MiB by default, a 413); over it, the

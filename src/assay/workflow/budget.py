@@ -3,8 +3,9 @@
 Each scope has a ``Meter`` with its own ``Limits`` (iterations, wall seconds, tokens, cost)
 and a parent; a charge lands on the meter and every ancestor. A bound is checked before each
 iteration starts, so no scope starts an iteration it has no room for; the iteration itself
-may overrun a wall, token or cost bound by its own size, never more (an executor cannot be
-preempted), and never overruns an iteration count.
+may overrun a token or cost bound by its own size, never more (nothing can stop a call from
+spending), and never overruns an iteration count; a wall bound stops the calls it outlasts
+(``assay.workflow.wall``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    model_validator,
+)
 
 from assay.clock import Clock
 from assay.ledger.canonical import canonical_json
@@ -48,7 +57,9 @@ class Budget(Limits):
     critique loop; ``attempt`` and ``iteration`` bound one attempt's and one iteration's wall
     time, tokens and cost; ``output_bytes`` caps the size of an output, as canonical JSON,
     that may be judged and committed (``DEFAULT_OUTPUT_BYTES`` when no budget says). A step's
-    values override the workflow's defaults for that step.
+    values override the workflow's defaults for that step. ``allow_large_budget``, in a
+    workflow's budget only, lets its worst case go beyond the ceilings of
+    ``assay.workflow.ceiling``.
     """
 
     attempts: StrictInt | None = Field(default=None, ge=1)
@@ -56,6 +67,7 @@ class Budget(Limits):
     output_bytes: StrictInt | None = Field(default=None, ge=1)
     attempt: Limits | None = None
     iteration: Limits | None = None
+    allow_large_budget: StrictBool = False
 
     @model_validator(mode="after")
     def _no_nested_iterations(self) -> Budget:
@@ -91,22 +103,34 @@ class Exhaustion:
     bound: str
     limit: float
     used: float
+    note: str = ""
 
     @property
     def reason(self) -> str:
         used, limit = _num(self.used), _num(self.limit)
-        return f"the {self.scope} budget's {self.bound} ran out ({used} of {limit})"
+        note = f"; {self.note}" if self.note else ""
+        return f"the {self.scope} budget's {self.bound} ran out ({used} of {limit}{note})"
 
 
 class Meter:
-    """Spending in one scope, with its limits; charges propagate to ``parent``."""
+    """Spending in one scope, with its limits; charges propagate to ``parent``.
+
+    ``wall_note`` is said of the wall bound when it runs out (where it came from, when the
+    budget did not set it)."""
 
     def __init__(
-        self, scope: str, limits: Limits, clock: Clock, parent: Meter | None = None
+        self,
+        scope: str,
+        limits: Limits,
+        clock: Clock,
+        parent: Meter | None = None,
+        *,
+        wall_note: str = "",
     ) -> None:
         self.scope = scope
         self.limits = limits
         self.parent = parent
+        self.wall_note = wall_note
         self._clock = clock
         self._started = clock.monotonic()
         self.iterations = 0
@@ -172,7 +196,7 @@ class Meter:
     def wall_exhaustion(self) -> Exhaustion:
         """This scope's wall bound as spent (at least its limit, read now)."""
         limit = self.limits.wall_s or 0.0
-        return Exhaustion(self.scope, "wall_s", limit, max(self.elapsed, limit))
+        return Exhaustion(self.scope, "wall_s", limit, max(self.elapsed, limit), self.wall_note)
 
     def _over(self, *, strict: bool) -> Exhaustion | None:
         readings = (
@@ -183,7 +207,8 @@ class Meter:
         )
         for bound, limit, used in readings:
             if limit is not None and (used > limit if strict else used >= limit):
-                return Exhaustion(self.scope, bound, limit, used)
+                note = self.wall_note if bound == "wall_s" else ""
+                return Exhaustion(self.scope, bound, limit, used, note)
         return None
 
 

@@ -25,6 +25,7 @@ from assay.errors import StateError, WorkflowError, describe_raised
 from assay.graph import Reversibility
 from assay.state.canonical import canonical_value
 from assay.workflow.budget import Budget
+from assay.workflow.ceiling import check_ceiling
 from assay.workflow.context import Executor, Planner
 from assay.workflow.criterion import Criterion, compile_criterion
 
@@ -270,7 +271,9 @@ def _parse_workflow(raw: Any, *, source: str | None, base: Path | None) -> Workf
         if step.id in seen:
             _fail(f"workflow {name!r}: two steps are called {step.id!r}", name, step.id, "id")
         seen.add(step.id)
-    return Workflow(name, steps, budget, model, dict(example), source)
+    workflow = Workflow(name, steps, budget, model, dict(example), source)
+    check_ceiling(workflow)
+    return workflow
 
 
 def _parse_step(raw: Any, workflow: str, base: Path | None) -> Step:

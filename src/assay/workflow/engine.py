@@ -9,8 +9,10 @@ or the ladder's end parks the run. Every verdict, escalation, commit, park and r
 appended to the ledger before the engine moves on, so a run can be rebuilt and resumed from
 its entries alone. No loop here is unbounded: every iteration is charged to an attempt with a
 finite iteration bound, and every step has a finite number of attempts; no wait is unbounded
-either: an awaited planner, executor or verifier is given up on when the tightest wall bound
-around it runs out. An output larger than its step's ``output_bytes`` fails its verdict
+either: every run has a wall bound (``DEFAULT_WALL_S`` when its workflow sets none), a
+planner, executor or verifier is given up on when the tightest wall bound around it runs out,
+and one that does not stop then is abandoned and the run parked (``assay.workflow.wall``). An
+output larger than its step's ``output_bytes`` fails its verdict
 unjudged and never reaches the ledger; a run's input, or a resume's, larger than the
 workflow's is refused before anything is recorded.
 """
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from pydantic import BaseModel
 
 from assay.clock import SYSTEM_CLOCK, Clock
+from assay.defaults import DEFAULT_WALL_S
 from assay.errors import StateError, WorkflowError, escape_surrogates
 from assay.ledger import Entry, Ledger
 from assay.state.canonical import canonical_value
@@ -43,6 +46,7 @@ from assay.workflow.budget import (
     oversize,
     step_budget,
 )
+from assay.workflow.ceiling import MAX_WALL_S, check_ceiling
 from assay.workflow.context import Plan, StepContext, StepResult
 from assay.workflow.definition import ModelSettings, Rung, Step, Workflow
 from assay.workflow.lint import check_workflow, step_input
@@ -65,6 +69,8 @@ from assay.workflow.verifier import (
     Verifier,
     judge,
 )
+from assay.workflow.wall import AbandonedError, OutOfTimeError, bounded, is_async, within
+from assay.workflow.wall import run as run_to_the_end
 
 if TYPE_CHECKING:
     from assay.graph import Session
@@ -86,14 +92,35 @@ class _StepRun:
     human: dict[str, Any] | None
 
 
+@dataclass(frozen=True, slots=True)
+class _Halt:
+    """Why a step must park at once: a call it made was abandoned, still running, and no
+    other attempt may start beside it."""
+
+    reason: str
+
+
+class _AbandonedCallError(Exception):
+    """A call was abandoned: the failed verdict to record for it, and why the run parks."""
+
+    def __init__(self, verdict: Verdict, halt: _Halt) -> None:
+        super().__init__(halt.reason)
+        self.verdict = verdict
+        self.halt = halt
+
+
 class Engine:
     """Runs ``workflow``'s runs, recording them in ``ledger``.
 
     ``session`` is handed to executors and checked by state criteria; ``model`` overrides the
     workflow's model-verifier endpoint; ``verifier`` replaces how a step's verifier is built
     (tests use it for verifiers that always fail); ``observer`` is told of each entry as it is
-    recorded (the CLI shows progress with it). ``start``/``resume`` are the sync entry
-    points of ``astart``/``aresume``; executors and planners may be plain or async callables.
+    recorded (the CLI shows progress with it); ``default_wall_s`` is the wall bound of a run
+    whose workflow's budget sets no ``wall_s``. ``start``/``resume`` are the sync entry
+    points of ``astart``/``aresume``; executors and planners may be plain or async callables
+    (a plain one runs in a thread of its own). ``WorkflowError`` if the workflow's budget is
+    beyond the ceilings of ``assay.workflow.ceiling`` or ``default_wall_s`` is no positive
+    number of seconds.
     """
 
     def __init__(
@@ -106,7 +133,10 @@ class Engine:
         model: ModelSettings | None = None,
         verifier: VerifierFactory | None = None,
         observer: Observer | None = None,
+        default_wall_s: float = DEFAULT_WALL_S,
     ) -> None:
+        check_ceiling(workflow)
+        self.default_wall_s = require_wall(default_wall_s, "default_wall_s", workflow.name)
         self.workflow = workflow
         self.ledger = ledger
         self.clock = clock
@@ -186,7 +216,11 @@ class Engine:
 
     async def _drive(self, run_id: str, human: dict[str, Any] | None) -> RunRecord:
         record = read_run(self.ledger, run_id)
-        workflow_meter = Meter("workflow", _limits(self.workflow.budget), self.clock)
+        limits, note = _limits(self.workflow.budget), ""
+        if limits.wall_s is None:
+            limits = limits.model_copy(update={"wall_s": self.default_wall_s})
+            note = "the default wall, as the workflow's budget sets no wall_s"
+        workflow_meter = Meter("workflow", limits, self.clock, wall_note=note)
         committed = dict(record.committed)
         for step in self.workflow.steps:
             if step.id in committed:
@@ -233,6 +267,8 @@ class Engine:
             attempt += 1
             meter = Meter(f"attempt {attempt}", attempt_limits, self.clock, step_meter)
             result = await self._attempt(run, meter, rung, attempt)
+            if isinstance(result, _Halt):
+                return result.reason
             if not isinstance(result, Exhaustion):
                 return result
             if result.scope != meter.scope:
@@ -252,8 +288,9 @@ class Engine:
 
     async def _attempt(
         self, run: _StepRun, meter: Meter, rung: Rung, attempt: int
-    ) -> dict[str, Any] | Exhaustion:
-        """Iterate until a verdict passes (the output) or a bound runs out (which one)."""
+    ) -> dict[str, Any] | Exhaustion | _Halt:
+        """Iterate until a verdict passes (the output), a bound runs out (which one) or a
+        call is abandoned (why the run parks)."""
         step, context, run_id = run.step, run.context, run.run_id
         executor = rung.executor or step.executor
         critiques: list[str] = []
@@ -279,14 +316,19 @@ class Engine:
                 model=rung.model,
                 session=self.session,
             )
-            output, verdict = await self._produce(run, ctx, executor, spend)
-            if verdict is None:
-                over = spend.exceeded()
-                if over is not None:
-                    verdict = _engine_verdict("budget", over.reason + "; the output is discarded")
-                else:
-                    verdict = await self._judge(step, context, output or {}, spend)
-                    spend.charge(tokens=verdict.tokens, cost=verdict.cost)
+            halt: _Halt | None = None
+            try:
+                output, verdict = await self._produce(run, ctx, executor, spend)
+                if verdict is None:
+                    over = spend.exceeded()
+                    if over is not None:
+                        reason = over.reason + "; the output is discarded"
+                        verdict = _engine_verdict("budget", reason)
+                    else:
+                        verdict = await self._judge(step, context, output or {}, spend)
+                        spend.charge(tokens=verdict.tokens, cost=verdict.cost)
+            except _AbandonedCallError as abandoned:
+                output, verdict, halt = None, abandoned.verdict, abandoned.halt
             body = VerdictBody(
                 step=step.id,
                 attempt=attempt,
@@ -296,6 +338,8 @@ class Engine:
                 verdict=verdict,
             )
             judged = self._append("verdict", body, run_id)
+            if halt is not None:
+                return halt
             if verdict.passed and output is not None:
                 commit = CommitBody(
                     step=step.id, attempt=attempt, iteration=iteration, verdict=judged.seq
@@ -315,8 +359,7 @@ class Engine:
         """
         step = run.step
         if step.planner is not None:
-            planner, own = step.planner, _own(ctx)
-            planned, failed = await self._call("planner", lambda: planner(own), spend)
+            planned, failed = await self._call("planner", step.planner, _own(ctx), spend)
             if failed is not None:
                 return None, failed
             if isinstance(planned, Plan):
@@ -326,8 +369,7 @@ class Engine:
                 spend.charge(tokens=planned.tokens, cost=planned.cost)
                 planned = planned.value
             ctx = _with_plan(ctx, planned)
-        own = _own(ctx)
-        produced, failed = await self._call("executor", lambda: executor(own), spend)
+        produced, failed = await self._call("executor", executor, _own(ctx), spend)
         if failed is not None:
             return None, failed
         if isinstance(produced, StepResult):
@@ -350,22 +392,31 @@ class Engine:
         return (None, oversized) if oversized is not None else (output, None)
 
     async def _call(
-        self, who: _Caller, call: Callable[[], Any], spend: Meter
+        self, who: _Caller, function: Callable[[Any], Any], argument: Any, spend: Meter
     ) -> tuple[Any, Verdict | None]:
-        """Call a planner, an executor or a verifier: its answer, or the failed verdict it
-        comes to.
+        """Call a planner, an executor or a verifier with ``argument``: its answer, or the
+        failed verdict it comes to.
 
-        An awaitable answer is bounded by the time left in the tightest wall bound and given
-        up on when that runs out: a coroutine is cancelled; a model verifier's thread cannot
-        be, so its late answer is dropped. A plain call cannot be preempted.
+        It is bounded by the time left in the tightest wall bound (``assay.workflow.wall``):
+        a planner or executor runs on the loop if it is ``async`` (cancelled when the bound
+        runs out), in a thread of its own if not (its late answer dropped); a verifier runs
+        on the loop, its ``averify`` awaited within the bound (a model's thread cannot be
+        stopped, so its late ruling is dropped). A call that does not stop within the grace
+        after its bound ran out is abandoned: ``_AbandonedCallError``, and the run parks.
         """
         kind: VerifierKind = "verifier" if who == "verifier" else "executor"
         try:
-            result = call()
-            if inspect.isawaitable(result):
-                result = await _within(result, spend, self.clock)
-        except _OutOfTimeError as out:
-            return None, _engine_verdict("budget", f"{out.exhaustion.reason} {_LATE[who]}")
+            if who == "verifier":
+                result = function(argument)
+                if inspect.isawaitable(result):
+                    result = await within(result, spend, self.clock)
+            else:
+                result = await bounded(function, argument, spend, self.clock)
+        except OutOfTimeError as out:
+            late = _LATE_IN_THREAD.format(who) if _in_thread(who, function) else _LATE[who]
+            return None, _engine_verdict("budget", f"{out.exhaustion.reason} {late}")
+        except AbandonedError as stuck:
+            raise _abandoned(who, stuck, spend) from None
         except asyncio.CancelledError:
             if _cancelling():
                 raise  # the run itself is being cancelled
@@ -382,7 +433,7 @@ class Engine:
         that raises, or does not rule in time, fails it, never the run."""
         verifier = self._verifier
         verdict, failed = await self._call(
-            "verifier", lambda: judge(verifier(step), context, output), spend
+            "verifier", lambda _: judge(verifier(step), context, output), None, spend
         )
         if failed is not None:
             return failed
@@ -490,6 +541,23 @@ def _oversized(output: Mapping[str, Any], limit: int) -> Verdict | None:
     return _engine_verdict("executor", why)
 
 
+def require_wall(seconds: Any, name: str, workflow: str | None = None) -> float:
+    """``seconds`` as a wall bound: a finite number above 0, no more than ``MAX_WALL_S``
+    (``WorkflowError`` naming ``name`` otherwise)."""
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, (int, float))
+        or not 0 < seconds <= MAX_WALL_S
+    ):
+        raise WorkflowError(
+            f"{name} must be a number of seconds above 0 and at most {MAX_WALL_S:,.0f} (a day; "
+            f"MAX_WALL_S), not {_shown(seconds)}",
+            workflow=workflow,
+            field=name,
+        )
+    return float(seconds)
+
+
 def _limits(budget: Budget) -> Limits:
     return Limits(
         iterations=budget.iterations, wall_s=budget.wall_s, tokens=budget.tokens, cost=budget.cost
@@ -518,44 +586,39 @@ _LATE: Final[Mapping[_Caller, str]] = {
     "comes later is ignored",
 }
 """How a verdict ends the reason of a wall bound that ran out on each kind of call."""
+_LATE_IN_THREAD: Final = (
+    "while the {} was still running in its thread, which cannot be stopped; what it "
+    "returned is discarded"
+)
+"""The same, for a plain planner or executor, which runs in a thread."""
 
 
-class _OutOfTimeError(Exception):
-    """An awaited planner, executor or verifier was still running when a wall bound ran out."""
-
-    def __init__(self, exhaustion: Exhaustion) -> None:
-        super().__init__(exhaustion.reason)
-        self.exhaustion = exhaustion
+def _in_thread(who: _Caller, function: Callable[[Any], Any]) -> bool:
+    return who != "verifier" and not is_async(function)
 
 
-async def _within(awaitable: Any, meter: Meter, clock: Clock) -> Any:
-    """Await ``awaitable``, cancelling it (``_OutOfTimeError``) when ``meter``'s tightest wall
-    bound, its own or an enclosing scope's, runs out on ``clock``."""
-    bound = meter.wall_left()
-    if bound is None:
-        return await awaitable
-    left, scope = bound
-    task = asyncio.ensure_future(awaitable)
-    ran_out = False
-
-    def run_out() -> None:
-        nonlocal ran_out
-        if not task.done():
-            ran_out = True
-            task.cancel()
-
-    timer = clock.call_later(left, run_out)
-    try:
-        result = await task
-    except asyncio.CancelledError:
-        if ran_out and not _cancelling():
-            raise _OutOfTimeError(scope.wall_exhaustion()) from None
-        raise
-    finally:
-        timer.cancel()
-    if ran_out:  # it swallowed the cancellation and answered late: still out of time
-        raise _OutOfTimeError(scope.wall_exhaustion())
-    return result
+def _abandoned(who: _Caller, stuck: AbandonedError, spend: Meter) -> _AbandonedCallError:
+    """The failed verdict and the park of a call that did not stop within its grace."""
+    bound, grace = stuck.exhaustion.reason, f"{stuck.grace:g}"
+    if stuck.in_thread:
+        stopped = f"its thread, which cannot be stopped, did not end within {grace} s"
+    else:
+        stopped = f"it did not stop within {grace} s of being cancelled"
+    why = (
+        f"{bound} while the {who} was still running, and {stopped}: it was abandoned, and "
+        "nothing it returns later is judged or committed"
+    )
+    step = spend.scope
+    meter: Meter | None = spend
+    while meter is not None:  # the step's scope names the step
+        if meter.scope.startswith("step "):
+            step = meter.scope.removeprefix("step ")
+        meter = meter.parent
+    halt = _Halt(
+        f"step {step}'s {who} did not stop after {bound}; it was abandoned (it may still be "
+        "running), so the run parks rather than start another attempt beside it"
+    )
+    return _AbandonedCallError(_engine_verdict("budget", why), halt)
 
 
 def _cancelling() -> bool:
@@ -609,5 +672,5 @@ def _json_object(value: Mapping[str, Any], what: str, workflow: str) -> dict[str
 
 
 def _run_sync(awaitable: Any) -> RunRecord:
-    result: RunRecord = asyncio.run(awaitable)
+    result: RunRecord = run_to_the_end(awaitable)
     return result

@@ -18,13 +18,9 @@ end of the event loop nor the exit of the process.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import contextvars
 import json
-import threading
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -32,11 +28,11 @@ from assay.errors import ModelError, escape_surrogates
 from assay.workflow.chat import ChatModel, chat_model
 from assay.workflow.definition import ModelSettings, Step
 from assay.workflow.verdict import CriterionResult, Verdict
+from assay.workflow.wall import in_thread
 
 if TYPE_CHECKING:
     import openai
 
-_T = TypeVar("_T")
 
 ZERO_CASE_EXEMPTION: Final = (
     "Zero-case exemption: an output equal to the step's declared empty output means the step "
@@ -156,7 +152,7 @@ class ModelVerifier:
         Cancelling the wait (the engine does when a wall bound runs out) leaves the thread
         running, as nothing can stop it; the verdict it comes to later is dropped.
         """
-        return await _in_thread(lambda: self.verify(input, output))
+        return await in_thread(lambda: self.verify(input, output), name="assay model verifier")
 
     def verify(self, input: Mapping[str, Any], output: Mapping[str, Any]) -> Verdict:
         if self.step.empty_output is not None and dict(output) == dict(self.step.empty_output):
@@ -194,35 +190,6 @@ class ModelVerifier:
     def _unruled(self, why: str, tokens: int = 0) -> Verdict:
         results = tuple(self._result(check, False, why) for check in self.checks)
         return Verdict.of(results, critique=why, tokens=tokens)
-
-
-async def _in_thread(call: Callable[[], _T]) -> _T:
-    """``call()`` run in a daemon thread of its own, awaited.
-
-    Unlike ``asyncio.to_thread`` (the loop's default executor, which ``asyncio.run`` and the
-    interpreter's exit both wait for), a cancelled wait here leaves nothing waiting on the
-    thread: its answer, when it comes, finds the wait cancelled or the loop closed, and is
-    dropped.
-    """
-    loop = asyncio.get_running_loop()
-    answer: asyncio.Future[_T] = loop.create_future()
-    context = contextvars.copy_context()
-
-    def settle(give: Callable[[Any], object], value: Any) -> None:
-        if not answer.done():  # else the wait was cancelled, and this answer came too late
-            give(value)
-
-    def run() -> None:
-        outcome: tuple[Callable[[Any], object], Any]
-        try:
-            outcome = (answer.set_result, context.run(call))
-        except BaseException as error:  # handed to the waiter, as to_thread would
-            outcome = (answer.set_exception, error)
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            loop.call_soon_threadsafe(settle, *outcome)
-
-    threading.Thread(target=run, name="assay model verifier", daemon=True).start()
-    return await answer
 
 
 def _shown(value: Mapping[str, Any]) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.clock import SYSTEM_CLOCK, Clock
+from assay.defaults import DEFAULT_WALL_S
 from assay.errors import WorkflowError
 from assay.ledger import Ledger
 from assay.workflow.definition import ModelSettings, Workflow, load_workflow
@@ -29,6 +30,7 @@ class Workflows:
     A workflow is found by reference: the name of one given in ``workflows``, the name of a
     ``NAME.yaml`` in one of ``directories``, a path to a YAML file, or ``module:attribute``.
     A resumed run finds its workflow again by the source recorded when it started.
+    ``default_wall_s`` is the wall bound of a run whose workflow's budget sets no ``wall_s``.
     """
 
     def __init__(
@@ -41,8 +43,10 @@ class Workflows:
         session: Session | None = None,
         model: ModelSettings | None = None,
         observer: Observer | None = None,
+        default_wall_s: float = DEFAULT_WALL_S,
     ) -> None:
         self.ledger = ledger
+        self.default_wall_s = default_wall_s
         self.observer = observer
         self.directories = tuple(Path(d) for d in directories)
         self.known = {workflow.name: workflow for workflow in workflows}
@@ -75,6 +79,7 @@ class Workflows:
             session=self.session,
             model=self.model,
             observer=self.observer,
+            default_wall_s=self.default_wall_s,
         )
 
     def start(self, reference: str, run_input: Mapping[str, Any]) -> RunRecord:
