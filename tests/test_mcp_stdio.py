@@ -456,3 +456,47 @@ def test_answers_to_a_device_that_is_full_are_incomplete_output_with_exit_2() ->
         "assay mcp: error: cannot write to standard output (/dev/full): No space left on "
         "device; the output is incomplete\n",
     )
+
+
+def _panel(requests: bytes) -> dict[object, dict[str, Any]]:
+    """``assay mcp`` on the panel (``user.token`` redacted) answering ``requests``, by id."""
+    tests = str(Path(__file__).parent)
+    done = subprocess.run(
+        [ASSAY, "mcp", "--app", "mcp_apps:panel_application", "--ledger", "memory:"],
+        input=requests,
+        capture_output=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "PYTHONPATH": tests},
+    )
+    assert done.returncode == 0, done.stderr
+    return {line["id"]: line for line in map(json.loads, done.stdout.splitlines())}
+
+
+def test_a_refused_value_under_a_redacted_key_is_named_never_quoted_over_stdio() -> None:
+    def verify(request_id: int, contract: str) -> bytes:
+        # Written by hand: 1e400 and a 5,000-digit integer have no Python value to dump.
+        arguments = '{"expression": ' + contract + ', "timeout_ms": 0}'
+        call = '"method": "tools/call", "params": {"name": "verify", "arguments": ' + arguments
+        return f'{{"jsonrpc": "2.0", "id": {request_id}, {call}}}}}\n'.encode()
+
+    answers = _panel(
+        _lines(_initialize(1), {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        + verify(2, '{"user.token": {"eq": 1e400}}')
+        + verify(3, '{"user.token": {"eq": ' + "7" * 5000 + "}}")
+        + verify(4, '{"system.armed": {"eq": false}}')
+    )
+    refused = answers[2]["result"]
+    assert refused["isError"] is True
+    assert refused["content"][0]["text"] == (
+        "expression is not a valid filter contract: contract key 'user.token': the value sent "
+        "is refused and not shown, as user.token is a redacted key; write the operand as a "
+        "JSON value (a finite number, a string, true, false, null, an array or an object)"
+    )
+    assert answers[3]["error"] == {
+        "code": -32602,
+        "message": 'invalid params: params.arguments.expression["user.token"].eq: an integer '
+        "of 5,000 digits, more than the 4,300 a number may have; send it as a string if it is "
+        "an identifier",
+    }
+    assert answers[4]["result"]["structuredContent"]["passed"] is True

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from assay.expr.path import json_type_name
 from assay.redaction import Redaction
+from assay.state import json_text
 from assay.state.canonical import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
 
 _EXPECTED: Final = {
@@ -81,7 +82,9 @@ def _unusable_id(text: str) -> mcp_types.JSONRPCError | None:
 
 def _refusal(text: str, error: ValidationError, unit: str) -> mcp_types.JSONRPCError:
     try:
-        data = json.loads(text)
+        data = json_text.loads(text)
+    except json_text.NumberTooLongError as too_long:
+        return _too_long(text, too_long)
     except RecursionError:
         return _error(None, mcp_types.INVALID_REQUEST, "the message nests too deeply to read")
     except ValueError as not_json:
@@ -111,6 +114,20 @@ def _refusal(text: str, error: ValidationError, unit: str) -> mcp_types.JSONRPCE
     return _error(request_id, mcp_types.INVALID_REQUEST, f"{where}: {first['msg']}")
 
 
+def _too_long(text: str, error: json_text.NumberTooLongError) -> mcp_types.JSONRPCError:
+    """The error for a message holding an integer of more digits than a number may have,
+    naming its field; under the request's id, read with that integer left out."""
+    limit = error.limit
+    data = json.loads(text, parse_int=lambda digits: 0 if len(digits) > limit else int(digits))
+    request_id = data.get("id") if isinstance(data, dict) and "method" in data else None
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        request_id = None
+    where = json_text.where(error.path)
+    if error.path[:1] == ("params",):
+        return _error(request_id, mcp_types.INVALID_PARAMS, f"{where}: {error.reason}", "params")
+    return _error(request_id, mcp_types.INVALID_REQUEST, f"{where}: {error.reason}")
+
+
 def _kind_of(data: Any) -> str:
     """The kind of JSON-RPC message ``data`` most looks like, as pydantic names it."""
     if not isinstance(data, dict) or ("method" in data and "id" in data):
@@ -120,11 +137,13 @@ def _kind_of(data: Any) -> str:
     return "JSONRPCError" if "error" in data else "JSONRPCResponse"
 
 
-def _error(request_id: int | str | None, code: int, reason: str) -> mcp_types.JSONRPCError:
+def _error(
+    request_id: int | str | None, code: int, reason: str, what: str = "request"
+) -> mcp_types.JSONRPCError:
     return mcp_types.JSONRPCError(
         jsonrpc="2.0",
         id=request_id,
-        error=mcp_types.ErrorData(code=code, message=f"invalid request: {reason}"),
+        error=mcp_types.ErrorData(code=code, message=f"invalid {what}: {reason}"),
     )
 
 

@@ -34,6 +34,7 @@ from assay.host.wire import (
     VerifyRequest,
 )
 from assay.mcp.results import answer, problem
+from assay.server.withheld import withhold
 from assay.state.substrate import SubstrateState
 from assay.verify.outcome import VerificationOutcome
 
@@ -218,7 +219,8 @@ class AssayTools:
         except ExpressionSyntaxError as error:
             return problem(f"expression has a syntax error: {error}")
         except ContractError as error:
-            return problem(f"expression is not a valid filter contract: {error}")
+            refused = withhold(error, self.host.redaction)
+            return problem(f"expression is not a valid filter contract: {refused}")
 
     def _refusal_hint(self, response: ActionResponse) -> str:
         message = response.error or f"{response.did} was refused: {response.refusal}"

@@ -145,7 +145,7 @@ class _JSONRequest(Request):
         except json.JSONDecodeError as error:
             raise _invalid(error.msg, error.pos) from None
         except json_text.NumberTooLongError as error:
-            raise _too_long(error) from None
+            raise too_long_error(error) from None
         except RecursionError:
             raise _invalid(_TOO_DEEP, 0) from None
         except RepeatedKeyError as repeated:
@@ -161,7 +161,7 @@ class _JSONRequest(Request):
         return self._json
 
 
-def _too_long(error: json_text.NumberTooLongError) -> RequestValidationError:
+def too_long_error(error: json_text.NumberTooLongError) -> RequestValidationError:
     """The 400 for an integer with more digits than Python converts, naming its field."""
     return RequestValidationError(
         [{"type": "json_number_too_long", "loc": ("body", *error.path), "msg": error.reason}]

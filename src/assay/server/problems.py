@@ -38,6 +38,8 @@ from assay.errors import (
     WorkflowUnavailableError,
 )
 from assay.host.wire import ActionResponse, Problem
+from assay.redaction import Redaction
+from assay.server.withheld import too_long, withhold
 from assay.state.canonical import HALF_SURROGATE_PAIR
 from assay.verify.outcome import VerificationOutcome
 
@@ -175,7 +177,8 @@ def install(app: FastAPI) -> None:
 
 async def _validation(request: Request, error: Exception) -> ProblemResponse:
     assert isinstance(error, RequestValidationError)
-    problems = [_field_problem(item) for item in error.errors()]
+    redaction = _redaction(request)
+    problems = [_field_problem(item, redaction) for item in error.errors()]
     listed = "; ".join(f"{p.field}: {p.message}" for p in problems[:5])
     more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
     return problem_response(
@@ -188,9 +191,19 @@ async def _validation(request: Request, error: Exception) -> ProblemResponse:
     )
 
 
-def _field_problem(item: Mapping[str, Any]) -> FieldProblem:
-    location = ".".join(str(part) for part in item.get("loc", ()))
+def _redaction(request: Request) -> Redaction:
+    """The redaction of the host the app serves (none before one is set)."""
+    host = getattr(request.app.state, "host", None)
+    redaction = getattr(host, "redaction", None)
+    return redaction if isinstance(redaction, Redaction) else Redaction.none()
+
+
+def _field_problem(item: Mapping[str, Any], redaction: Redaction) -> FieldProblem:
+    loc = tuple(item.get("loc", ()))
+    location = ".".join(str(part) for part in loc)
     message = str(item.get("msg", "invalid"))
+    if item.get("type") == "json_number_too_long" and loc[:1] == ("body",):
+        message = too_long(redaction, loc[1:], message) or message
     if item.get("type") == "json_invalid":
         reason = (item.get("ctx") or {}).get("error")
         if reason and str(reason) not in message:  # FastAPI's: "JSON decode error" alone
@@ -304,6 +317,8 @@ def _fails_checks(request: Request, error: LedgerIntegrityError) -> ProblemRespo
 
 
 async def _bad_request(request: Request, error: Exception) -> ProblemResponse:
+    if isinstance(error, StateError | ContractError):
+        error = withhold(error, _redaction(request))
     members: dict[str, Any] = {}
     for name in ("field", "key", "conflict", "parameter"):
         value = getattr(error, name, None)
