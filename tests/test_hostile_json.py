@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import httpx
@@ -163,3 +164,21 @@ def test_a_run_input_with_a_long_integer_is_a_usage_error(
     err = capsys.readouterr().err
     assert code == 2, err
     assert "sources.0: an integer of 5,000 digits, more than the 4,300" in err
+
+
+@pytest.mark.anyio
+async def test_a_refusal_of_a_5_mib_argument_quotes_an_excerpt_over_http() -> None:
+    # The refusal quoted the argument whole three times (detail, error, why): 15.7 MB.
+    fire = {"action": "inbox.send", "args": {"message_id": "x" * (5 << 20), "to": "ops"}}
+    async with (
+        serving(APPLICATION) as served,
+        httpx.AsyncClient(base_url=served.url, timeout=60) as client,
+    ):
+        refused = await client.post("/v1/actions", json=fire)
+    assert refused.status_code == 400
+    assert len(refused.content) < 16 << 10
+    problem = refused.json()
+    assert problem["detail"] == problem["error"] == problem["why"]
+    assert problem["detail"].startswith("inbox.send: args['message_id']: 'xxx")
+    assert re.search(r"…\[5,24[0-9],[0-9]{3} characters left out\]…", problem["detail"])
+    assert problem["detail"].endswith("' does not match '^[A-Za-z0-9_-]{1,64}$'")

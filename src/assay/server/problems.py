@@ -39,6 +39,7 @@ from assay.errors import (
 )
 from assay.host.wire import ActionResponse, Problem
 from assay.redaction import Redaction
+from assay.server.excerpt import EXCERPT_CHARACTERS, excerpt, excerpted
 from assay.server.withheld import too_long, withhold
 from assay.state.canonical import HALF_SURROGATE_PAIR
 from assay.verify.outcome import VerificationOutcome
@@ -47,6 +48,9 @@ MEDIA_TYPE: Final = "application/problem+json"
 _URN: Final = "urn:assay:problem:"
 _HALF_SURROGATE: Final = ("unexpected end of hex escape", "lone leading surrogate in hex escape")
 """How pydantic's JSON parser words a \\uXXXX escape of half a surrogate pair, alone."""
+
+DETAIL_CHARACTERS: Final = 4 * EXCERPT_CHARACTERS
+"""The most characters a problem's ``detail`` quotes: an excerpt and what to do instead."""
 
 logger = logging.getLogger("assay.server")
 
@@ -100,12 +104,13 @@ def problem_response(
     headers: Mapping[str, str] | None = None,
     **members: Any,
 ) -> ProblemResponse:
-    """A problem+json response; ``members`` become extension members."""
+    """A problem+json response; ``members`` become extension members. A ``detail`` that
+    quotes a long value is cut to an ``excerpt``."""
     body: dict[str, Any] = {
         "type": _URN + code if code else "about:blank",
         "title": title,
         "status": status,
-        "detail": detail,
+        "detail": excerpt(detail, DETAIL_CHARACTERS),
         "instance": request.url.path if request is not None else None,
     }
     for name, value in members.items():
@@ -115,7 +120,10 @@ def problem_response(
 
 
 def action_problem(request: Request, response: ActionResponse) -> ProblemResponse | None:
-    """The problem a fire's answer is over HTTP, or ``None`` when it is a 200."""
+    """The problem a fire's answer is over HTTP, or ``None`` when it is a 200; a refusal's
+    ``error`` and ``why`` quote what they refused in an ``excerpt``."""
+    if response.effect_status == "refused":
+        response = excerpted(response)
     members = response.model_dump(mode="json")
     if response.effect_status == "refused":
         reason = response.refusal or "refused"
