@@ -32,6 +32,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 
+from assay.server.auth import authenticate
 from assay.state import json_text
 from assay.state.canonical import (
     HALF_SURROGATE_PAIR,
@@ -112,7 +113,8 @@ def count_keys(value: Any) -> int:
 
 
 class JSONRoute(APIRoute):
-    """An ``APIRoute`` whose body is read by this module's rules before FastAPI sees it."""
+    """An ``APIRoute`` that authenticates the request (401) before anything else of it is
+    read, then reads its body by this module's rules before FastAPI sees it."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handle = super().get_route_handler()
@@ -120,6 +122,7 @@ class JSONRoute(APIRoute):
 
         async def handler(request: Request) -> Response:
             request = _JSONRequest(request.scope, request.receive)
+            authenticate(request)
             if takes_body:
                 body = await request.body()
                 if body:

@@ -18,6 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from assay.errors import (
     ContractError,
@@ -246,12 +247,30 @@ async def _http(request: Request, error: Exception) -> ProblemResponse:
         )
     elif error.status_code == 404 and detail == "Not Found":
         detail = f"no route is {request.url.path}; the routes are listed at /openapi.json"
-    elif error.status_code == 405:
-        allowed = (error.headers or {}).get("Allow", "")
+    headers = dict(error.headers or {})
+    if error.status_code == 405:
+        allowed = _allowed(request) or headers.get("Allow", "")
+        headers["Allow"] = allowed
         detail = f"{request.method} is not allowed on {request.url.path}; allowed: {allowed}"
-    return problem_response(
-        request, error.status_code, "", title, detail, headers=error.headers or None
-    )
+    return problem_response(request, error.status_code, "", title, detail, headers=headers or None)
+
+
+def _allowed(request: Request) -> str:
+    """Every method some route serves at the request's path, as ``Allow`` lists them:
+    Starlette's 405 names only the methods of the first route whose path matched. Each
+    method is tried against the app's routes as the router would match it."""
+    routes = request.app.router.routes
+    allowed = [
+        method
+        for method in _METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes
+        )
+    ]
+    return ", ".join(allowed)
+
+
+_METHODS: Final = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
 
 
 _HTTP_TITLES: Final[Mapping[int, str]] = {
