@@ -482,17 +482,18 @@ def test_a_refused_value_under_a_redacted_key_is_named_never_quoted_over_stdio()
 
     answers = _panel(
         _lines(_initialize(1), {"jsonrpc": "2.0", "method": "notifications/initialized"})
-        + verify(2, '{"user.token": {"eq": 1e400}}')
+        + verify(2, '{"user.token": {"matches": "(s3cret"}}')
         + verify(3, '{"user.token": {"eq": ' + "7" * 5000 + "}}")
         + verify(4, '{"system.armed": {"eq": false}}')
     )
     refused = answers[2]["result"]
     assert refused["isError"] is True
     assert refused["content"][0]["text"] == (
-        "expression is not a valid filter contract: contract key 'user.token': the value sent "
-        "is refused and not shown, as user.token is a redacted key; write the operand as a "
-        "JSON value (a finite number, a string, true, false, null, an array or an object)"
+        "expression is not a valid filter contract: contract key 'user.token' (matches): the "
+        "value sent is refused and not shown, as user.token is a redacted key; send an "
+        "operand this operator takes"
     )
+    assert "s3cret" not in json.dumps(answers[2])
     assert answers[3]["error"] == {
         "code": -32602,
         "message": 'invalid params: params.arguments.expression["user.token"].eq: an integer '

@@ -90,7 +90,7 @@ class RefuseInvalidMessages:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        read = read_message(body.decode("utf-8", "replace"), "body")
+        read = read_message(body, "body")
         if isinstance(read, Refusal):
             await _answer(send, read.error.model_dump_json(by_alias=True, exclude_unset=True))
             return

@@ -16,6 +16,7 @@ what it must be and what was sent, where the SDK says only "Invalid request para
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -28,7 +29,12 @@ from pydantic import ValidationError
 from assay.expr.path import json_type_name
 from assay.redaction import Redaction
 from assay.state import json_text
-from assay.state.canonical import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
+from assay.state.canonical import (
+    HALF_SURROGATE_PAIR,
+    RepeatedKeyError,
+    holds_half_surrogate_pair,
+    unique_keys,
+)
 
 _EXPECTED: Final = {
     "dict_type": "an object",
@@ -54,9 +60,17 @@ class Refusal:
     error: mcp_types.JSONRPCError
 
 
-def read_message(text: str, unit: str) -> mcp_types.JSONRPCMessage | Refusal:
-    """The message ``text`` holds, or its ``Refusal``; ``unit`` names what the text came in
-    (``"line"``, ``"body"``) for the error that says it is not JSON."""
+def read_message(data: bytes | str, unit: str) -> mcp_types.JSONRPCMessage | Refusal:
+    """The message ``data`` (UTF-8 bytes, or text) holds, or its ``Refusal``; ``unit`` names
+    what it came in (``"line"``, ``"body"``) for the error that says it is not JSON."""
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            reason = f"the {unit} is not UTF-8 text ({error.reason} at byte {error.start})"
+            return Refusal(_error(None, mcp_types.PARSE_ERROR, reason))
+    else:
+        text = data
     try:
         message = mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValidationError as error:
@@ -65,7 +79,51 @@ def read_message(text: str, unit: str) -> mcp_types.JSONRPCMessage | Refusal:
         unusable = _unusable_id(text)
         if unusable is not None:  # read as a notification, it would go unanswered
             return Refusal(unusable)
-    return message
+    strict = _not_strict_json(text, message)
+    return message if strict is None else Refusal(strict)
+
+
+def _not_strict_json(text: str, message: mcp_types.JSONRPCMessage) -> mcp_types.JSONRPCError | None:
+    """The error for a message the SDK's parser reads but JSON (RFC 8259) does not have it
+    so: a key given twice in one object (readers differ on which counts, and the last
+    would win: ``{"action": "a", "action": "b"}`` fired ``b``), or ``NaN``, ``Infinity``."""
+    request_id = message.id if isinstance(message, mcp_types.JSONRPCRequest) else None
+    try:
+        json.loads(
+            text,
+            object_pairs_hook=unique_keys,
+            parse_constant=_not_a_number,
+            parse_float=_finite,
+        )
+    except RepeatedKeyError as repeated:
+        reason = (
+            f"the key {repeated.key!r} is given twice in one object; give each key once "
+            "(JSON readers differ on which of the two counts)"
+        )
+        return _error(request_id, mcp_types.INVALID_REQUEST, reason)
+    except _NotANumberError as number:
+        reason = f"{number.args[0]}; send a finite number, or null for none"
+        return _error(request_id, mcp_types.PARSE_ERROR, reason)
+    except (ValueError, RecursionError):
+        return None  # the SDK's parser read it; nothing more to say
+    return None
+
+
+class _NotANumberError(Exception):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a message, or a number beyond a double's
+    range (``1e400``, which would be read as infinity): no number a reply can carry."""
+
+
+def _not_a_number(constant: str) -> Any:
+    raise _NotANumberError(f"{constant} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        shown = text if len(text) <= 40 else f"{text[:40]}…"
+        raise _NotANumberError(f"{shown} is beyond the range of a double (±1.8e308)")
+    return number
 
 
 def _unusable_id(text: str) -> mcp_types.JSONRPCError | None:

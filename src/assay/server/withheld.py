@@ -18,10 +18,7 @@ from assay.expr.path import format_path, parse_path
 from assay.redaction import Redaction
 
 _STORABLE: Final = "send a value that is JSON and can be stored as given"
-_OPERAND: Final = (
-    "write the operand as a JSON value (a finite number, a string, true, false, null, an "
-    "array or an object)"
-)
+_OPERAND: Final = "send an operand this operator takes"
 
 
 def covered(redaction: Redaction, key: str | None) -> tuple[str, ...] | None:
