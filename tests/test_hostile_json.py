@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import httpx
@@ -23,28 +24,8 @@ from hypothesis import strategies as st
 from assay.cli.main import main
 from assay.examples.outpost import APPLICATION
 from assay.state.json_text import JSONTextError, NumberTooLongError, loads, read_document
+from hostile_json import BIG, CORPUS, DEEP
 from http_daemon import serving
-
-BIG = "9" * 5000
-DEEP = "[" * 100_000 + "]" * 100_000
-
-CORPUS: dict[str, bytes] = {
-    "integer of 5,000 digits in args": b'{"action": "inbox.send", "args": {"n": %s}}'
-    % BIG.encode(),
-    "negative integer of 5,000 digits at the top": b'{"timeout_ms": -%s}' % BIG.encode(),
-    "integer of 5,000 digits in an array": b'{"values": {"a": [1, %s]}}' % BIG.encode(),
-    "integer of 5,000 digits after a byte order mark": b"\xef\xbb\xbf"
-    + b'{"values": {"a": %s}}' % BIG.encode(),
-    "nesting 100,000 levels deep": b'{"values": {"a": ' + DEEP.encode() + b"}}",
-    "a key given twice": b'{"values": {"a": 1, "a": 2}, "values": {}}',
-    "half a surrogate pair": b'{"action": "\\ud800", "values": {"a": "\\udfff"}}',
-    "NaN": b'{"values": {"a": NaN}, "args": {"a": NaN}}',
-    "Infinity": b'{"values": {"a": -Infinity}, "args": {"a": Infinity}}',
-    "a float beyond a double": b'{"values": {"a": 1e400}, "args": {"a": 1e400}}',
-    "bytes that are not UTF-8": b'{"values": {"a": "\xff\xfe"}}',
-    "truncated": b'{"values": {"a": ',
-    "not an object": b"[1, 2, 3]",
-}
 
 ROUTES = (
     "/v1/verify",
@@ -268,3 +249,21 @@ def test_read_document_names_the_rule_a_document_breaks(
         read_document(data, named="the document")
     assert refused.value.kind == kind
     assert str(refused.value).startswith(message)
+
+
+@pytest.mark.anyio
+async def test_a_refusal_of_a_5_mib_argument_quotes_an_excerpt_over_http() -> None:
+    # The refusal quoted the argument whole three times (detail, error, why): 15.7 MB.
+    fire = {"action": "inbox.send", "args": {"message_id": "x" * (5 << 20), "to": "ops"}}
+    async with (
+        serving(APPLICATION) as served,
+        httpx.AsyncClient(base_url=served.url, timeout=60) as client,
+    ):
+        refused = await client.post("/v1/actions", json=fire)
+    assert refused.status_code == 400
+    assert len(refused.content) < 16 << 10
+    problem = refused.json()
+    assert problem["detail"] == problem["error"] == problem["why"]
+    assert problem["detail"].startswith("inbox.send: args['message_id']: 'xxx")
+    assert re.search(r"…\[5,24[0-9],[0-9]{3} characters left out\]…", problem["detail"])
+    assert problem["detail"].endswith("' does not match '^[A-Za-z0-9_-]{1,64}$'")

@@ -208,3 +208,63 @@ async def test_assay_mcp_over_http_announces_its_endpoint_and_stops_on_interrupt
     with open_ledger(ledger_url) as ledger:
         assert [e.kind for e in ledger.query()] == ["verdict"]
         assert ledger.verify().ok
+
+
+async def _opened(http: httpx.AsyncClient, url: str) -> None:
+    """Initialize an MCP session over ``http``, its id kept in the client's headers."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    opened = await http.post(url, json=initialize)
+    assert opened.status_code == 200
+    http.headers["mcp-session-id"] = opened.headers["mcp-session-id"]
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert (await http.post(url, json=initialized)).status_code == 202
+
+
+async def test_a_cancelled_request_gets_no_response_and_the_session_stays_usable(
+    endpoint: tuple[Host, str],
+) -> None:
+    # The SDK's transport answered a request cancelled in flight with -32800, which the
+    # MCP spec forbids: the server sends no response for it.
+    host, url = endpoint
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {
+            "name": "verify",
+            "arguments": {"expression": "system.armed === 'never'", "timeout_ms": 50_000},
+            "_meta": {"progressToken": "p"},
+        },
+    }
+    cancel = {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": 2, "reason": "the user stopped it"},
+    }
+    events: list[dict[str, object]] = []
+    async with httpx.AsyncClient(headers=HEADERS, timeout=30) as http:
+        await _opened(http, url)
+        async with http.stream("POST", url, json=call) as stream:
+            lines = stream.aiter_lines()
+            async for line in lines:  # up to the first progress: the verify is in flight
+                if line.startswith("data: {"):
+                    events.append(json.loads(line.removeprefix("data: ")))
+                    break
+            assert (await http.post(url, json=cancel)).status_code == 202
+            async for line in lines:  # the stream ends; nothing answers request 2
+                if line.startswith("data: {"):
+                    events.append(json.loads(line.removeprefix("data: ")))
+        pinged = await http.post(url, json={"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    assert [event.get("method") for event in events] == ["notifications/progress"]
+    assert pinged.status_code == 200
+    assert '"id":3,"result":{}' in pinged.text
+    assert host.ledger.query() == []  # a cancelled verify records nothing

@@ -456,3 +456,134 @@ def test_answers_to_a_device_that_is_full_are_incomplete_output_with_exit_2() ->
         "assay mcp: error: cannot write to standard output (/dev/full): No space left on "
         "device; the output is incomplete\n",
     )
+
+
+def _panel(requests: bytes) -> dict[object, dict[str, Any]]:
+    """``assay mcp`` on the panel (``user.token`` redacted) answering ``requests``, by id."""
+    tests = str(Path(__file__).parent)
+    done = subprocess.run(
+        [ASSAY, "mcp", "--app", "mcp_apps:panel_application", "--ledger", "memory:"],
+        input=requests,
+        capture_output=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "PYTHONPATH": tests},
+    )
+    assert done.returncode == 0, done.stderr
+    return {line["id"]: line for line in map(json.loads, done.stdout.splitlines())}
+
+
+def test_a_refused_value_under_a_redacted_key_is_named_never_quoted_over_stdio() -> None:
+    def verify(request_id: int, contract: str) -> bytes:
+        # Written by hand: 1e400 and a 5,000-digit integer have no Python value to dump.
+        arguments = '{"expression": ' + contract + ', "timeout_ms": 0}'
+        call = '"method": "tools/call", "params": {"name": "verify", "arguments": ' + arguments
+        return f'{{"jsonrpc": "2.0", "id": {request_id}, {call}}}}}\n'.encode()
+
+    answers = _panel(
+        _lines(_initialize(1), {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        + verify(2, '{"user.token": {"matches": "(s3cret"}}')
+        + verify(3, '{"user.token": {"eq": ' + "7" * 5000 + "}}")
+        + verify(4, '{"system.armed": {"eq": false}}')
+    )
+    refused = answers[2]["result"]
+    assert refused["isError"] is True
+    assert refused["content"][0]["text"] == (
+        "expression is not a valid filter contract: contract key 'user.token' (matches): the "
+        "value sent is refused and not shown, as user.token is a redacted key; send an "
+        "operand this operator takes"
+    )
+    assert "s3cret" not in json.dumps(answers[2])
+    assert answers[3]["error"] == {
+        "code": -32602,
+        "message": 'invalid params: params.arguments.expression["user.token"].eq: an integer '
+        "of 5,000 digits, more than the 4,300 a number may have; send it as a string if it is "
+        "an identifier",
+    }
+    assert answers[4]["result"]["structuredContent"]["passed"] is True
+
+
+FIVE_MIB = "x" * (5 << 20)
+ANSWER_LIMIT = 64 << 10
+"""What the TypeScript SDK's stdio reader takes in one line, and more than any answer holds."""
+
+
+def test_a_5_mib_argument_to_each_tool_is_refused_in_under_64_kib_naming_the_field() -> None:
+    # A refusal quoted the whole value three times (its text, the refused fire's error and
+    # why): 15.7 MB, which broke the TypeScript SDK's stdio reader and its session.
+    calls: dict[int, tuple[str, dict[str, object], str]] = {
+        2: ("list_actions", {"note": FIVE_MIB}, "no argument is called 'note'"),
+        3: ("list_actions", {FIVE_MIB: 1}, "no argument is called 'xxx"),
+        4: ("fire", {"action": FIVE_MIB}, "action: String should have at most 200"),
+        5: (
+            "fire",
+            {"action": "inbox.send", "args": {"message_id": FIVE_MIB, "to": "ops"}},
+            "inbox.send: args['message_id']: 'xxx",
+        ),
+        6: ("fire", {"action": "inbox.send", "verify_expression": FIVE_MIB}, "verify_expression:"),
+        7: ("did_it_work", {"transition_id": FIVE_MIB}, "has no transition 'xxx"),
+        8: ("did_it_work", {"transition_id": "a#1", "session": FIVE_MIB}, "session: String"),
+        9: ("get_state", {"keys": FIVE_MIB}, "keys: Input should be a valid list"),
+        10: ("verify", {"expression": FIVE_MIB}, "the expression is 5242880 characters long"),
+        11: ("verify", {"expression": {FIVE_MIB: {"eq": 1}}}, "expression: the filter contract"),
+    }
+    requests = _lines(
+        _initialize(1),
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *(
+            {
+                "jsonrpc": "2.0",
+                "id": key,
+                "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments},
+            }
+            for key, (tool, arguments, _) in calls.items()
+        ),
+        {"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": {"name": "list_actions"}},
+    )
+    done = subprocess.run(
+        [ASSAY, "mcp", "--ledger", "memory:"],
+        input=requests,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    sizes = {json.loads(line)["id"]: len(line) for line in lines}
+    assert max(sizes.values()) < ANSWER_LIMIT, sizes
+    answers = {line["id"]: line["result"] for line in map(json.loads, lines)}
+    for key, (tool, _, names) in calls.items():
+        assert answers[key]["isError"] is True, (key, tool)
+        assert names in answers[key]["content"][0]["text"], (key, tool)
+    fire = answers[5]
+    assert fire["content"][0]["text"].startswith("inbox.send: args['message_id']: 'xxx")
+    assert "characters left out]…" in fire["content"][0]["text"]
+    assert fire["structuredContent"]["refusal"] == "bad_arguments"
+    assert len(fire["structuredContent"]["error"]) < 1100
+    assert answers[12]["structuredContent"]["actions"]  # the session is alive
+
+
+def test_verify_with_a_null_expression_is_refused_naming_the_field() -> None:
+    # The schema takes a string or an object; a null was evaluated as the expression null.
+    call = {"name": "verify", "arguments": {"expression": None}}
+    requests = _lines(
+        _initialize(1),
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+    )
+    done = subprocess.run(
+        [ASSAY, "mcp", "--ledger", "memory:"],
+        input=requests,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    answers = {line["id"]: line for line in map(json.loads, done.stdout.splitlines())}
+    refused = answers[2]["result"]
+    assert refused["isError"] is True
+    assert refused["content"][0]["text"] == (
+        "verify: the arguments do not match its input schema (see tools/list): expression: "
+        "must be string or object, not null"
+    )

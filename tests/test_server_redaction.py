@@ -15,6 +15,7 @@ from assay.ledger.memory import MemoryBackend
 from assay.ledger.url import open_ledger
 from assay.state.store import StateStore
 from http_daemon import serving, spawn_daemon
+from mcp_apps import panel_application
 
 ADDRESS = "ops@outpost.example"
 
@@ -119,3 +120,49 @@ async def test_a_pattern_withholds_a_key_whose_name_holds_its_dots() -> None:
     assert "[redacted]" in stored
     for text in (stored, *answers):
         assert PIN not in text, text
+
+
+LONG = "7" * 400
+"""An integer within the 4,300 digits a number may have, beyond the range of a double."""
+
+
+@pytest.mark.anyio
+async def test_a_refused_value_under_a_redacted_key_is_named_never_quoted() -> None:
+    # user.token is redacted: its refused value must not come back in the 400 (issue 32,
+    # part 5), while the same value under a key shown is quoted as before.
+    async with (
+        serving(panel_application()) as served,
+        httpx.AsyncClient(base_url=served.url, timeout=30) as client,
+    ):
+
+        async def post(path: str, body: str, number: str = LONG) -> httpx.Response:
+            headers = {"Content-Type": "application/json"}
+            content = body.replace("NUMBER", number)
+            return await client.post(path, content=content, headers=headers)
+
+        double = await post("/v1/state/reports", '{"values": {"user": {"token": NUMBER}}}')
+        digits = await post("/v1/state/reports", '{"values": {"user.token": NUMBER}}', "7" * 5000)
+        operand = await post(
+            "/v1/verify", '{"expression": {"user.token": {"eq": NUMBER}}, "timeout_ms": 0}', "1e400"
+        )
+        shown = await post("/v1/state/reports", '{"values": {"user": {"name": NUMBER}}}')
+    assert [r.status_code for r in (double, digits, operand, shown)] == [400] * 4
+    withheld = "the value sent is refused and not shown, as user.token is a redacted key"
+    assert double.json()["detail"] == (
+        f"cannot store user.token: {withheld}; use a number within ±1.8e308"
+    )
+    assert double.json()["key"] == "user.token"
+    assert digits.json()["errors"] == [
+        {
+            "field": "body.values.user.token",
+            "message": f"{withheld}; an integer of 5,000 digits, more than the 4,300 a number "
+            "may have; send it as a string if it is an identifier",
+            "type": "json_number_too_long",
+        }
+    ]
+    assert operand.json()["detail"] == (
+        f"contract key 'user.token': {withheld}; send an operand this operator takes"
+    )
+    for refused in (double, digits, operand):
+        assert "7777" not in refused.text and "inf" not in refused.text
+    assert "cannot store user.name: the integer 77777777777777777777…" in shown.json()["detail"]

@@ -1,6 +1,7 @@
 """Schemathesis against the live daemon's ``/openapi.json``: every operation, positive and
 negative inputs, at least 1,000 requests per run, no server error, no response outside
-the schema (status, media type, headers, body).
+the schema (status, media type, headers, body); and positive inputs alone, none of which
+may be refused for its shape: the document says what the server takes (issue 32, part 7).
 
 Generated waits and timeouts are capped at 50 ms before sending: the schema allows 55 s,
 and waiting is not what this test is about.
@@ -8,6 +9,7 @@ and waiting is not what this test is about.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +19,8 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
-from schemathesis.checks import CheckFunction, not_a_server_error
+from schemathesis.checks import CheckContext, CheckFunction, not_a_server_error
+from schemathesis.core.transport import Response
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     negative_data_rejection,
@@ -112,3 +115,86 @@ def _exercise(
         sent[operation.label] = sent.get(operation.label, 0) + 1
 
     run()
+
+
+SEMANTIC: frozenset[str] = frozenset(
+    "urn:assay:problem:" + code
+    for code in ("expression-syntax", "contract", "idempotency-key-reused", "bad-request", "state")
+)
+"""The 400s a schema-valid request may still get, for what no schema can say: an expression
+that does not parse, a filter contract's operators and operands, an Idempotency-Key reused
+for another request, a proof's sizes beyond the tree's size now, a state report's keys that
+name one path twice or write inside each other (or inside an array of the state)."""
+
+
+def _shape_accepted(ctx: CheckContext, response: Response, case: schemathesis.Case) -> None:
+    """A schema-valid request is never a 400 for its shape (``invalid-request``), nor a 400
+    the schema could have said; a 422 is only a verification that failed."""
+    if response.status_code in (400, 422):
+        kind = response.json().get("type")
+        allowed = SEMANTIC if response.status_code == 400 else {VERIFICATION_FAILED}
+        assert kind in allowed, f"{case.operation.label}: {response.status_code} {response.text}"
+
+
+VERIFICATION_FAILED = "urn:assay:problem:verification-failed"
+POSITIVE_CHECKS: list[CheckFunction] = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+    _shape_accepted,
+]
+POSITIVE_EXAMPLES = 60
+
+
+def _as_written(value: Any) -> Any:
+    """``value`` with each float that is a whole number written as an integer: JSON Schema
+    counts ``1.0`` an integer, and assay's integer fields take integer literals only."""
+    if isinstance(value, float) and value.is_integer() and abs(value) <= 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _as_written(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_written(item) for item in value]
+    return value
+
+
+def test_no_schema_valid_request_is_refused_for_its_shape(daemon: Served) -> None:
+    config = schemathesis.Config.from_dict({"generation": {"with-security-parameters": False}})
+    schema = schemathesis.openapi.from_url(f"{daemon.url}/openapi.json", config=config)
+    operations = [result.ok() for result in schema.get_all_operations()]
+    statuses: dict[str, Counter[int]] = {}
+    with requests.Session() as http:
+        for operation in operations:
+            statuses[operation.label] = _exercise_positive(operation, daemon.url, http)
+    total = sum(sum(seen.values()) for seen in statuses.values())
+    print(f"schemathesis, positive: {total} requests over {len(statuses)} operations")
+    for label, seen in statuses.items():
+        print(f"  {label}: {dict(sorted(seen.items()))}")
+    assert len(statuses) == len(operations) == 22
+    assert all(statuses.values()), statuses
+    assert total >= MIN_REQUESTS, total
+
+
+def _exercise_positive(
+    operation: schemathesis.APIOperation, url: str, http: requests.Session
+) -> Counter[int]:
+    """Send the operation's schema-valid cases, check each response; the statuses seen."""
+    seen: Counter[int] = Counter()
+
+    @settings(
+        max_examples=POSITIVE_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck)
+    )
+    @given(case=operation.as_strategy(GenerationMode.POSITIVE))
+    def run(case: schemathesis.Case) -> None:
+        _cap(case)
+        if isinstance(case.body, dict):
+            case.body = _as_written(case.body)
+        headers: dict[str, Any] = {**(case.headers or {}), **bearer("admin")}
+        response = case.call_and_validate(
+            base_url=url, session=http, headers=headers, checks=POSITIVE_CHECKS, timeout=30
+        )
+        seen[response.status_code] += 1
+
+    run()
+    return seen

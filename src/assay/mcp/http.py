@@ -6,7 +6,10 @@ daemon does without tokens: a non-loopback host is refused before anything liste
 A posted body that is not a message the server can act on is answered with status 400 and
 the JSON-RPC error ``assay.mcp.messages`` words, as stdio answers the same line. The SDK's
 transport would answer some with a dump of pydantic's errors and read a request whose id is
-``true`` or ``1.5`` as a notification: accepted (202), and never answered.
+``true`` or ``1.5`` as a notification: accepted (202), and never answered. A request the
+client cancels (``notifications/cancelled``) while in flight is not answered: its event
+stream ends without the ``-32800`` error the SDK's transport would send, as the MCP spec
+has it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from __future__ import annotations
 import socket
 from typing import Final
 
+import mcp_types
 from mcp.server import MCPServer
+from mcp.server.streamable_http import REQUEST_CANCELLED
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from assay.errors import RequestError
@@ -85,11 +90,13 @@ class RefuseInvalidMessages:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        read = read_message(body.decode("utf-8", "replace"), "body")
+        read = read_message(body, "body")
         if isinstance(read, Refusal):
             await _answer(send, read.error.model_dump_json(by_alias=True, exclude_unset=True))
             return
         replayed = False
+        if isinstance(read, mcp_types.JSONRPCRequest):
+            send = _unanswered_when_cancelled(send, read.id)
 
         async def replay() -> Message:
             nonlocal replayed
@@ -99,6 +106,40 @@ class RefuseInvalidMessages:
             return {"type": "http.request", "body": body, "more_body": False}
 
         await self.app(scope, replay, send)
+
+
+def _unanswered_when_cancelled(send: Send, request_id: mcp_types.RequestId) -> Send:
+    """``send`` for the event stream answering request ``request_id``, leaving out the
+    ``-32800`` error the SDK's transport ends it with once the client cancelled the
+    request: the MCP spec has the server send no response for a cancelled request, so the
+    stream ends without one."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.body" and _cancelled(message, request_id):
+            message = {**message, "body": b""}
+        await send(message)
+
+    return sending
+
+
+def _cancelled(message: Message, request_id: mcp_types.RequestId) -> bool:
+    """Whether ``message`` carries the event answering ``request_id`` as cancelled."""
+    body: bytes = message.get("body", b"")
+    if str(REQUEST_CANCELLED).encode() not in body:
+        return False
+    for line in body.splitlines():
+        if not line.startswith(b"data: "):
+            continue
+        try:
+            event = mcp_types.jsonrpc_message_adapter.validate_json(line[len(b"data: ") :])
+        except ValueError:
+            return False
+        return (
+            isinstance(event, mcp_types.JSONRPCError)
+            and event.id == request_id
+            and event.error.code == REQUEST_CANCELLED
+        )
+    return False
 
 
 def _posted_json(scope: Scope) -> bool:

@@ -16,6 +16,7 @@ what it must be and what was sent, where the SDK says only "Invalid request para
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -27,7 +28,13 @@ from pydantic import ValidationError
 
 from assay.expr.path import json_type_name
 from assay.redaction import Redaction
-from assay.state.canonical import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
+from assay.state import json_text
+from assay.state.canonical import (
+    HALF_SURROGATE_PAIR,
+    RepeatedKeyError,
+    holds_half_surrogate_pair,
+    unique_keys,
+)
 
 _EXPECTED: Final = {
     "dict_type": "an object",
@@ -53,9 +60,17 @@ class Refusal:
     error: mcp_types.JSONRPCError
 
 
-def read_message(text: str, unit: str) -> mcp_types.JSONRPCMessage | Refusal:
-    """The message ``text`` holds, or its ``Refusal``; ``unit`` names what the text came in
-    (``"line"``, ``"body"``) for the error that says it is not JSON."""
+def read_message(data: bytes | str, unit: str) -> mcp_types.JSONRPCMessage | Refusal:
+    """The message ``data`` (UTF-8 bytes, or text) holds, or its ``Refusal``; ``unit`` names
+    what it came in (``"line"``, ``"body"``) for the error that says it is not JSON."""
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            reason = f"the {unit} is not UTF-8 text ({error.reason} at byte {error.start})"
+            return Refusal(_error(None, mcp_types.PARSE_ERROR, reason))
+    else:
+        text = data
     try:
         message = mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValidationError as error:
@@ -64,7 +79,51 @@ def read_message(text: str, unit: str) -> mcp_types.JSONRPCMessage | Refusal:
         unusable = _unusable_id(text)
         if unusable is not None:  # read as a notification, it would go unanswered
             return Refusal(unusable)
-    return message
+    strict = _not_strict_json(text, message)
+    return message if strict is None else Refusal(strict)
+
+
+def _not_strict_json(text: str, message: mcp_types.JSONRPCMessage) -> mcp_types.JSONRPCError | None:
+    """The error for a message the SDK's parser reads but JSON (RFC 8259) does not have it
+    so: a key given twice in one object (readers differ on which counts, and the last
+    would win: ``{"action": "a", "action": "b"}`` fired ``b``), or ``NaN``, ``Infinity``."""
+    request_id = message.id if isinstance(message, mcp_types.JSONRPCRequest) else None
+    try:
+        json.loads(
+            text,
+            object_pairs_hook=unique_keys,
+            parse_constant=_not_a_number,
+            parse_float=_finite,
+        )
+    except RepeatedKeyError as repeated:
+        reason = (
+            f"the key {repeated.key!r} is given twice in one object; give each key once "
+            "(JSON readers differ on which of the two counts)"
+        )
+        return _error(request_id, mcp_types.INVALID_REQUEST, reason)
+    except _NotANumberError as number:
+        reason = f"{number.args[0]}; send a finite number, or null for none"
+        return _error(request_id, mcp_types.PARSE_ERROR, reason)
+    except (ValueError, RecursionError):
+        return None  # the SDK's parser read it; nothing more to say
+    return None
+
+
+class _NotANumberError(Exception):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a message, or a number beyond a double's
+    range (``1e400``, which would be read as infinity): no number a reply can carry."""
+
+
+def _not_a_number(constant: str) -> Any:
+    raise _NotANumberError(f"{constant} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        shown = text if len(text) <= 40 else f"{text[:40]}…"
+        raise _NotANumberError(f"{shown} is beyond the range of a double (±1.8e308)")
+    return number
 
 
 def _unusable_id(text: str) -> mcp_types.JSONRPCError | None:
@@ -81,7 +140,9 @@ def _unusable_id(text: str) -> mcp_types.JSONRPCError | None:
 
 def _refusal(text: str, error: ValidationError, unit: str) -> mcp_types.JSONRPCError:
     try:
-        data = json.loads(text)
+        data = json_text.loads(text)
+    except json_text.NumberTooLongError as too_long:
+        return _too_long(text, too_long)
     except RecursionError:
         return _error(None, mcp_types.INVALID_REQUEST, "the message nests too deeply to read")
     except ValueError as not_json:
@@ -111,6 +172,20 @@ def _refusal(text: str, error: ValidationError, unit: str) -> mcp_types.JSONRPCE
     return _error(request_id, mcp_types.INVALID_REQUEST, f"{where}: {first['msg']}")
 
 
+def _too_long(text: str, error: json_text.NumberTooLongError) -> mcp_types.JSONRPCError:
+    """The error for a message holding an integer of more digits than a number may have,
+    naming its field; under the request's id, read with that integer left out."""
+    limit = error.limit
+    data = json.loads(text, parse_int=lambda digits: 0 if len(digits) > limit else int(digits))
+    request_id = data.get("id") if isinstance(data, dict) and "method" in data else None
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        request_id = None
+    where = json_text.where(error.path)
+    if error.path[:1] == ("params",):
+        return _error(request_id, mcp_types.INVALID_PARAMS, f"{where}: {error.reason}", "params")
+    return _error(request_id, mcp_types.INVALID_REQUEST, f"{where}: {error.reason}")
+
+
 def _kind_of(data: Any) -> str:
     """The kind of JSON-RPC message ``data`` most looks like, as pydantic names it."""
     if not isinstance(data, dict) or ("method" in data and "id" in data):
@@ -120,11 +195,13 @@ def _kind_of(data: Any) -> str:
     return "JSONRPCError" if "error" in data else "JSONRPCResponse"
 
 
-def _error(request_id: int | str | None, code: int, reason: str) -> mcp_types.JSONRPCError:
+def _error(
+    request_id: int | str | None, code: int, reason: str, what: str = "request"
+) -> mcp_types.JSONRPCError:
     return mcp_types.JSONRPCError(
         jsonrpc="2.0",
         id=request_id,
-        error=mcp_types.ErrorData(code=code, message=f"invalid request: {reason}"),
+        error=mcp_types.ErrorData(code=code, message=f"invalid {what}: {reason}"),
     )
 
 

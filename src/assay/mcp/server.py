@@ -23,7 +23,9 @@ from assay.graph.declaration import Reversibility
 from assay.graph.graph import NavigationGraph
 from assay.host import Host
 from assay.mcp.messages import ParamsRefusal
+from assay.mcp.results import TEXT_CHARACTERS
 from assay.mcp.tools import AssayTools
+from assay.server.excerpt import excerpt
 
 INSTRUCTIONS = (
     "assay fires actions on {app} and answers with evidence of what actually changed. "
@@ -103,15 +105,15 @@ class _Server(MCPServer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._taken: dict[str, tuple[str, ...]] = {}
+        self._schemas: dict[str, dict[str, Any]] = {}
 
     async def arguments_taken(self, name: str) -> tuple[str, ...] | None:
         """The arguments tool ``name`` takes, as its input schema in ``tools/list`` names
         them; ``None`` for a tool there is not."""
         if name not in self._taken:
-            self._taken = {
-                tool.name: tuple(tool.input_schema.get("properties", {}))
-                for tool in await self.list_tools()
-            }
+            tools = await self.list_tools()
+            self._schemas = {tool.name: tool.input_schema.get("properties", {}) for tool in tools}
+            self._taken = {tool: tuple(properties) for tool, properties in self._schemas.items()}
         return self._taken.get(name)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
@@ -119,16 +121,38 @@ class _Server(MCPServer):
         unknown = [key for key in arguments if taken is not None and key not in taken]
         if unknown:
             raise ToolError(
-                f"{name}: no argument is called {', '.join(map(repr, unknown))}; it takes "
-                f"{', '.join(taken or ()) or 'none'}"
+                excerpt(
+                    f"{name}: no argument is called {', '.join(map(repr, unknown))}; it takes "
+                    f"{', '.join(taken or ()) or 'none'}",
+                    TEXT_CHARACTERS,
+                )
             )
+        nulls = [key for key, value in arguments.items() if value is None]
+        refused = {key: kinds for key in nulls if "null" not in (kinds := self._kinds(name, key))}
+        if refused:
+            # Checked on the arguments as sent: the SDK reads the string "null" as null too.
+            faults = "; ".join(
+                f"{key}: must be {' or '.join(kinds) or 'given'}, not null"
+                for key, kinds in refused.items()
+            )
+            raise ToolError(f"{name}: {_MISMATCH}: {faults}")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as error:
             cause = error.__cause__
             if type(error) is not ToolError or not isinstance(cause, ValidationError):
                 raise
-            raise ToolError(invalid_arguments(name, cause)) from cause
+            raise ToolError(excerpt(invalid_arguments(name, cause), TEXT_CHARACTERS)) from cause
+
+    def _kinds(self, name: str, argument: str) -> list[str]:
+        """The JSON types argument ``argument`` of tool ``name`` takes, as its input schema
+        in ``tools/list`` says (``arguments_taken`` has read them); empty when it says none."""
+        schema = self._schemas.get(name, {}).get(argument, {})
+        kinds: list[str] = []
+        for option in (schema, *schema.get("anyOf", ())):
+            given = option.get("type", [])
+            kinds += [given] if isinstance(given, str) else list(given)
+        return list(dict.fromkeys(kinds))
 
 
 def invalid_arguments(tool: str, error: ValidationError) -> str:
@@ -137,7 +161,10 @@ def invalid_arguments(tool: str, error: ValidationError) -> str:
         f"{'.'.join(str(part) for part in found['loc']) or 'arguments'}: {found['msg']}"
         for found in error.errors()
     )
-    return f"{tool}: the arguments do not match its input schema (see tools/list): {faults}"
+    return f"{tool}: {_MISMATCH}: {faults}"
+
+
+_MISMATCH = "the arguments do not match its input schema (see tools/list)"
 
 
 def _read_only(

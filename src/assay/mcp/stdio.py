@@ -11,11 +11,11 @@ batch of requests, a file of answers) is read or written in a worker thread. Any
 As the SDK's transport does, it serves the wire from private duplicates of fds 0 and 1 and
 points fd 0 at the null device and fd 1 at stderr meanwhile, so that stray output from a
 handler or a child process cannot corrupt the protocol; both are restored on return. One
-JSON-RPC message per line, UTF-8 (undecodable bytes replaced, as the SDK does); blank lines
-are skipped. A line that is not a valid message (not JSON, a string containing a lone
-surrogate such as ``\ud800``, a method that is not a string, an id that is neither a string
-nor an integer) is answered at once with the JSON-RPC error ``assay.mcp.messages`` words, so
-its sender is not left waiting.
+JSON-RPC message per line, UTF-8 (a line that is not is refused, where the SDK replaces the
+bytes); blank lines are skipped. A line that is not a valid message (not JSON, a string
+containing a lone surrogate such as ``\ud800``, a key given twice, ``NaN``, a method that is
+not a string, an id that is neither a string nor an integer) is answered at once with the
+JSON-RPC error ``assay.mcp.messages`` words, so its sender is not left waiting.
 
 The SDK's server cancels every request in flight when its input ends. A client may close
 stdin once it has sent its last request and still read the answers (``assay mcp < requests``
@@ -251,10 +251,9 @@ async def _deliver(
     refusals: ObjectSendStream[SessionMessage],
     owed: _Unanswered,
 ) -> None:
-    text = line.decode("utf-8", "replace")
-    if not text.strip():
+    if not line.strip():
         return
-    message = read_message(text, "line")
+    message = read_message(line, "line")
     if isinstance(message, Refusal):
         with contextlib.suppress(anyio.ClosedResourceError):  # the server is done
             await refusals.send(SessionMessage(message.error))

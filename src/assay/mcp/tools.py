@@ -34,6 +34,8 @@ from assay.host.wire import (
     VerifyRequest,
 )
 from assay.mcp.results import answer, problem
+from assay.server.excerpt import excerpt
+from assay.server.withheld import withhold
 from assay.state.substrate import SubstrateState
 from assay.verify.outcome import VerificationOutcome
 
@@ -70,6 +72,22 @@ def _sent_expression(value: object) -> object:
     """``_sent_text``, and ``null`` as well: a required expression that arrives as None was
     the literal ``null`` (or a null the schema refuses anyway), echoed as such."""
     return "null" if value is None else _sent_text(value)
+
+
+def _oversized(contract: dict[str, Any]) -> str | None:
+    """Why a filter contract is too long to check, as an expression over
+    ``MAX_EXTRA_EXPRESSION`` characters is; ``None`` when it is not. Its answer echoes the
+    contract, and an answer over 64 KiB is more than MCP clients read."""
+    try:
+        length = len(json.dumps(contract, separators=(",", ":"), ensure_ascii=False))
+    except (ValueError, TypeError, RecursionError):
+        return None  # not JSON text: compiling the contract says why
+    if length <= MAX_EXTRA_EXPRESSION:
+        return None
+    return (
+        f"expression: the filter contract is {length:,} characters long as JSON; the limit is "
+        f"{MAX_EXTRA_EXPRESSION:,}, as for an expression; check fewer keys, or a part of the value"
+    )
 
 
 class AssayTools:
@@ -203,6 +221,10 @@ class AssayTools:
         timeout_ms passes: a JavaScript-style expression (inbox.unread === 0) or a
         declarative filter ({"inbox.unread": {"eq": 0}}). The outcome says whether it
         passed, narrates the keys it read and lists what changed meanwhile."""
+        if isinstance(expression, dict):
+            oversized = _oversized(expression)
+            if oversized is not None:
+                return problem(oversized)
         request = VerifyRequest(
             expression=expression,
             session=self.session,
@@ -218,10 +240,11 @@ class AssayTools:
         except ExpressionSyntaxError as error:
             return problem(f"expression has a syntax error: {error}")
         except ContractError as error:
-            return problem(f"expression is not a valid filter contract: {error}")
+            refused = withhold(error, self.host.redaction)
+            return problem(f"expression is not a valid filter contract: {refused}")
 
     def _refusal_hint(self, response: ActionResponse) -> str:
-        message = response.error or f"{response.did} was refused: {response.refusal}"
+        message = excerpt(response.error or f"{response.did} was refused: {response.refusal}")
         if response.refusal == "bad_arguments":
             spec = self.host.graph.action(response.did)
             if spec is not None and spec.input_schema:

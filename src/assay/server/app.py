@@ -24,7 +24,7 @@ from assay.server import actions, ledger, problems, sessions, state
 from assay.server import workflows as workflow_routes
 from assay.server.auth import Authenticator, authorize
 from assay.server.config import DEFAULT_MAX_BODY_BYTES
-from assay.server.declared import shape_openapi
+from assay.server.declared import declare_application, shape_openapi
 from assay.server.hot import PATH, serve_verify
 from assay.server.query import reject_query
 from assay.server.tokens import Scope, Token
@@ -150,7 +150,8 @@ def create_app(
             schemas["VerifyRequest"] = VerifyRequest.model_json_schema(
                 ref_template="#/components/schemas/{model}"
             )
-            shaped.update(shape_openapi(document, auth=authenticator.enabled))
+            shape_openapi(document, auth=authenticator.enabled)
+            shaped.update(declare_application(document, pages=list(host.graph.pages)))
         return shaped
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -83,20 +83,41 @@ def require(scope: Scope) -> Callable[..., Coroutine[Any, Any, Principal]]:
         request: Request,
         credentials: HTTPAuthorizationCredentials | None = Security(_bearer),  # noqa: B008
     ) -> Principal:
-        secret = credentials.credentials if credentials is not None else None
-        return authorize(request, scope, secret)
+        # The bearer scheme is declared for the OpenAPI document; the route class has
+        # already read the same header (``authenticate``).
+        return authorize(request, scope)
 
     return principal
+
+
+_PRINCIPAL: Final = "assay.principal"
+"""Where ``authenticate`` leaves the request's principal in its ASGI scope."""
+
+
+def authenticate(request: Request) -> Principal:
+    """The request's principal from its bearer token: 401 without a known token. Every
+    ``/v1`` route asks this first, before it reads the query or the body, so that a caller
+    without a token learns nothing else about the request."""
+    found = request.scope.get(_PRINCIPAL)
+    if isinstance(found, Principal):
+        return found
+    authenticator: Authenticator = request.app.state.authenticator
+    secret = None
+    if authenticator.enabled:
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        secret = given.strip() if scheme.lower() == "bearer" and given.strip() else None
+    who = authenticator.authenticate(secret)
+    request.scope[_PRINCIPAL] = who
+    return who
 
 
 def authorize(request: Request, scope: Scope, secret: str | None = None) -> Principal:
     """The request's principal, which must hold ``scope``: 401 without a known token, 403
     without the scope. ``secret`` is the bearer token, read from the request when absent."""
-    authenticator: Authenticator = request.app.state.authenticator
-    if secret is None and authenticator.enabled:
-        scheme, _, given = request.headers.get("authorization", "").partition(" ")
-        secret = given.strip() if scheme.lower() == "bearer" and given.strip() else None
-    who = authenticator.authenticate(secret)
+    if secret is None:
+        who = authenticate(request)
+    else:
+        who = request.app.state.authenticator.authenticate(secret)
     if scope in who.scopes or Scope.ADMIN in who.scopes:
         return who
     held = ", ".join(sorted(s.value for s in who.scopes))

@@ -8,7 +8,7 @@ verification failed), and auth statuses and the bearer scheme appear only when t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from pydantic import BaseModel
@@ -28,6 +28,27 @@ _DESCRIPTIONS: Final[Mapping[int, str]] = {
     422: "Verification failed: the contract did not hold within its timeout",
     503: "The ledger is unavailable; nothing was acknowledged",
 }
+_BRACKETED: Final = r"""(?:\[(?:0|[1-9][0-9]*)\]|\["[^"\\]*"\]|\['[^'\\]*'\])"""
+STATE_PATH: Final = rf"^(?:[^.\[\]]+|{_BRACKETED})(?:\.[^.\[\]]+|{_BRACKETED})*$"
+"""A state path, as a pattern: dotted segments (any characters but ``.``, ``[`` and ``]``),
+array indices (``[0]``) and quoted keys without escapes (``["a.b"]``). The parser takes more
+(escapes in quoted keys); every path this pattern matches, it takes."""
+REPORT_KEY: Final = rf"^(?:[^.\[\]]*|{STATE_PATH[1:-1]})$"
+"""A state report's key: a state path, or any key without ``.``, ``[`` and ``]`` (the empty
+one included), which names itself."""
+RFC3339: Final = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?"
+    r"([Zz]|[+-][0-9]{2}:[0-9]{2})$"
+)
+"""An RFC 3339 date-time with its zone, as the ledger's ``since`` and ``until`` take it."""
+_BOUNDS: Final[Mapping[str, str]] = {
+    "ge": "minimum",
+    "le": "maximum",
+    "gt": "exclusiveMinimum",
+    "lt": "exclusiveMaximum",
+}
+"""pydantic's names for the bounds FastAPI writes into a parameter's schema when the
+parameter also has a validator of its own, and JSON Schema's."""
 AUTH: Final = (401, 403)
 FAILS_CHECKS: Final = (
     "The ledger fails its checks (ledger-fails-checks): a stored entry this answer reads "
@@ -63,9 +84,13 @@ def errors(
 
 
 def shape_openapi(document: dict[str, Any], *, auth: bool) -> dict[str, Any]:
-    """Error media types to problem+json; drop FastAPI's 422 schema; auth only with tokens."""
+    """Error media types to problem+json; drop FastAPI's 422 schema; auth only with tokens;
+    parameters' bounds in JSON Schema's words (``minimum``, not ``ge``), so that a client
+    generated from the document sends what the server takes."""
     for path in document.get("paths", {}).values():
         for operation in path.values():
+            for parameter in operation.get("parameters", []):
+                parameter["schema"] = _parameter_schema(parameter.get("schema", {}))
             responses: dict[str, Any] = operation.get("responses", {})
             for status, response in list(responses.items()):
                 content = response.get("content", {})
@@ -84,4 +109,37 @@ def shape_openapi(document: dict[str, Any], *, auth: bool) -> dict[str, Any]:
         schemas.pop(name, None)
     if not auth:
         document.get("components", {}).pop("securitySchemes", None)
+    return document
+
+
+def _parameter_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A parameter's schema with pydantic's bound names made JSON Schema's; an optional
+    parameter (``T`` or null) is ``T``, as a URL has no null: it is left out instead."""
+    options = schema.get("anyOf")
+    if isinstance(options, list):
+        given = [option for option in options if option.get("type") != "null"]
+        if len(given) == 1 and len(given) < len(options):
+            rest = {key: value for key, value in schema.items() if key != "anyOf"}
+            schema = {**given[0], **rest}
+    return {_BOUNDS.get(key, key): value for key, value in schema.items()}
+
+
+def declare_application(document: dict[str, Any], *, pages: Sequence[str]) -> dict[str, Any]:
+    """What the bodies' schemas take that only the hosted application, or the state's path
+    syntax, says: ``node`` is one of ``pages``; a report's keys and a filter contract's are
+    state paths; an expression is not empty, and a contract has a condition."""
+    schemas = document.get("components", {}).get("schemas", {})
+    node = schemas.get("SessionRequest", {}).get("properties", {}).get("node", {})
+    for option in node.get("anyOf", ()):
+        if option.get("type") == "string":
+            option["enum"] = list(pages)
+    values = schemas.get("ReportRequest", {}).get("properties", {}).get("values")
+    if values is not None:
+        values["propertyNames"] = {"pattern": REPORT_KEY}
+    expression = schemas.get("VerifyRequest", {}).get("properties", {}).get("expression", {})
+    for option in expression.get("anyOf", ()):
+        if option.get("type") == "string":
+            option["minLength"] = 1
+        elif option.get("type") == "object":
+            option.update(minProperties=1, propertyNames={"pattern": STATE_PATH})
     return document

@@ -27,10 +27,12 @@ from assay.server.json_body import (
     count_keys,
     duplicate_key,
     duplicate_key_error,
+    too_long_error,
 )
 from assay.server.problems import verify_problem
 from assay.server.query import reject_query
 from assay.server.tokens import Scope as TokenScope
+from assay.state import json_text
 from assay.verify.outcome import VerificationOutcome
 
 PATH: Final = "/v1/verify"
@@ -69,6 +71,7 @@ async def serve_verify(scope: Scope, receive: Receive, send: Send) -> None:
         try:
             request = VerifyRequest.model_validate_json(body)
         except ValidationError as error:
+            _name_too_long_integer(error, body)
             raise RequestValidationError(
                 [{**item, "loc": ("body", *item["loc"])} for item in error.errors()]
             ) from None
@@ -117,6 +120,19 @@ def _check_media_type(scope: Scope) -> None:
                 check_media_type(value.decode("latin-1"))
             return
     check_media_type(None)
+
+
+def _name_too_long_integer(error: ValidationError, body: bytes) -> None:
+    """Raise the 400 naming the field of an integer too long to convert, where pydantic's
+    parser says only "number out of range" at a column; return for any other error."""
+    if not any(item["type"] == "json_invalid" for item in error.errors()):
+        return
+    try:
+        json_text.loads(body)
+    except json_text.NumberTooLongError as too_long:
+        raise too_long_error(too_long) from None
+    except (ValueError, RecursionError):
+        return
 
 
 def _check(request: Request) -> None:

@@ -32,6 +32,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 
+from assay.server.auth import authenticate
 from assay.state import json_text
 from assay.state.canonical import (
     HALF_SURROGATE_PAIR,
@@ -112,7 +113,8 @@ def count_keys(value: Any) -> int:
 
 
 class JSONRoute(APIRoute):
-    """An ``APIRoute`` whose body is read by this module's rules before FastAPI sees it."""
+    """An ``APIRoute`` that authenticates the request (401) before anything else of it is
+    read, then reads its body by this module's rules before FastAPI sees it."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handle = super().get_route_handler()
@@ -120,6 +122,7 @@ class JSONRoute(APIRoute):
 
         async def handler(request: Request) -> Response:
             request = _JSONRequest(request.scope, request.receive)
+            authenticate(request)
             if takes_body:
                 body = await request.body()
                 if body:
@@ -145,7 +148,7 @@ class _JSONRequest(Request):
         except json.JSONDecodeError as error:
             raise _invalid(error.msg, error.pos) from None
         except json_text.NumberTooLongError as error:
-            raise _too_long(error) from None
+            raise too_long_error(error) from None
         except RecursionError:
             raise _invalid(_TOO_DEEP, 0) from None
         except RepeatedKeyError as repeated:
@@ -161,7 +164,7 @@ class _JSONRequest(Request):
         return self._json
 
 
-def _too_long(error: json_text.NumberTooLongError) -> RequestValidationError:
+def too_long_error(error: json_text.NumberTooLongError) -> RequestValidationError:
     """The 400 for an integer with more digits than Python converts, naming its field."""
     return RequestValidationError(
         [{"type": "json_number_too_long", "loc": ("body", *error.path), "msg": error.reason}]

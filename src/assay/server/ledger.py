@@ -7,18 +7,18 @@ The handlers are plain functions, so FastAPI runs them in its thread pool: a bac
 
 from __future__ import annotations
 
-from typing import Annotated, Final
+from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Depends, Path, Query
 
 from assay.errors import NotFoundError, ProofError
 from assay.host import Host
 from assay.host.wire import EntryView
-from assay.ledger.entry import Entry
+from assay.ledger.entry import DRAFTED_KINDS, Entry
 from assay.ledger.proof import ConsistencyProof, InclusionProof, TreeHead
 from assay.ledger.verification import LedgerReport
 from assay.server.auth import Principal, require
-from assay.server.declared import errors
+from assay.server.declared import RFC3339, errors
 from assay.server.json_body import JSONRoute
 from assay.server.query import known_query, named, whole
 from assay.server.state import host_of
@@ -32,6 +32,7 @@ HostDependency = Annotated[Host, Depends(host_of)]
 Reader = Annotated[Principal, Depends(require(Scope.READ))]
 MAX_LIMIT: Final = 1000
 EVERY: Final = "leave {name} out for the entries of every {name}"
+TIME: Final[dict[str, Any]] = {"format": "date-time", "pattern": RFC3339}
 
 
 @router.get(
@@ -49,7 +50,12 @@ def entries(
     ] = 0,
     limit: Annotated[int, whole("limit", 1, MAX_LIMIT), Query(ge=1, le=MAX_LIMIT)] = 100,
     kind: Annotated[
-        str | None, Query(max_length=40, description="fire, refusal, settlement, verdict, ...")
+        str | None,
+        Query(
+            max_length=40,
+            description="fire, refusal, settlement, verdict, ...",
+            json_schema_extra={"enum": sorted(DRAFTED_KINDS)},
+        ),
     ] = None,
     session: Annotated[
         str | None,
@@ -68,10 +74,19 @@ def entries(
     ] = None,
     since: Annotated[
         str | None,
-        Query(max_length=40, description="only entries at or after this RFC 3339 time"),
+        Query(
+            max_length=40,
+            description="only entries at or after this RFC 3339 time",
+            json_schema_extra=TIME,
+        ),
     ] = None,
     until: Annotated[
-        str | None, Query(max_length=40, description="only entries before this RFC 3339 time")
+        str | None,
+        Query(
+            max_length=40,
+            description="only entries before this RFC 3339 time",
+            json_schema_extra=TIME,
+        ),
     ] = None,
 ) -> list[EntryView]:
     """Page on with ``after`` = the last seq received. Times carry a zone

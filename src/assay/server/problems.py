@@ -18,6 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from assay.errors import (
     ContractError,
@@ -38,6 +39,9 @@ from assay.errors import (
     WorkflowUnavailableError,
 )
 from assay.host.wire import ActionResponse, Problem
+from assay.redaction import Redaction
+from assay.server.excerpt import EXCERPT_CHARACTERS, excerpt, excerpted
+from assay.server.withheld import too_long, withhold
 from assay.state.canonical import HALF_SURROGATE_PAIR
 from assay.verify.outcome import VerificationOutcome
 
@@ -45,6 +49,9 @@ MEDIA_TYPE: Final = "application/problem+json"
 _URN: Final = "urn:assay:problem:"
 _HALF_SURROGATE: Final = ("unexpected end of hex escape", "lone leading surrogate in hex escape")
 """How pydantic's JSON parser words a \\uXXXX escape of half a surrogate pair, alone."""
+
+DETAIL_CHARACTERS: Final = 4 * EXCERPT_CHARACTERS
+"""The most characters a problem's ``detail`` quotes: an excerpt and what to do instead."""
 
 logger = logging.getLogger("assay.server")
 
@@ -98,12 +105,13 @@ def problem_response(
     headers: Mapping[str, str] | None = None,
     **members: Any,
 ) -> ProblemResponse:
-    """A problem+json response; ``members`` become extension members."""
+    """A problem+json response; ``members`` become extension members. A ``detail`` that
+    quotes a long value is cut to an ``excerpt``."""
     body: dict[str, Any] = {
         "type": _URN + code if code else "about:blank",
         "title": title,
         "status": status,
-        "detail": detail,
+        "detail": excerpt(detail, DETAIL_CHARACTERS),
         "instance": request.url.path if request is not None else None,
     }
     for name, value in members.items():
@@ -113,7 +121,10 @@ def problem_response(
 
 
 def action_problem(request: Request, response: ActionResponse) -> ProblemResponse | None:
-    """The problem a fire's answer is over HTTP, or ``None`` when it is a 200."""
+    """The problem a fire's answer is over HTTP, or ``None`` when it is a 200; a refusal's
+    ``error`` and ``why`` quote what they refused in an ``excerpt``."""
+    if response.effect_status == "refused":
+        response = excerpted(response)
     members = response.model_dump(mode="json")
     if response.effect_status == "refused":
         reason = response.refusal or "refused"
@@ -175,7 +186,8 @@ def install(app: FastAPI) -> None:
 
 async def _validation(request: Request, error: Exception) -> ProblemResponse:
     assert isinstance(error, RequestValidationError)
-    problems = [_field_problem(item) for item in error.errors()]
+    redaction = _redaction(request)
+    problems = [_field_problem(item, redaction) for item in error.errors()]
     listed = "; ".join(f"{p.field}: {p.message}" for p in problems[:5])
     more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
     return problem_response(
@@ -188,9 +200,19 @@ async def _validation(request: Request, error: Exception) -> ProblemResponse:
     )
 
 
-def _field_problem(item: Mapping[str, Any]) -> FieldProblem:
-    location = ".".join(str(part) for part in item.get("loc", ()))
+def _redaction(request: Request) -> Redaction:
+    """The redaction of the host the app serves (none before one is set)."""
+    host = getattr(request.app.state, "host", None)
+    redaction = getattr(host, "redaction", None)
+    return redaction if isinstance(redaction, Redaction) else Redaction.none()
+
+
+def _field_problem(item: Mapping[str, Any], redaction: Redaction) -> FieldProblem:
+    loc = tuple(item.get("loc", ()))
+    location = ".".join(str(part) for part in loc)
     message = str(item.get("msg", "invalid"))
+    if item.get("type") == "json_number_too_long" and loc[:1] == ("body",):
+        message = too_long(redaction, loc[1:], message) or message
     if item.get("type") == "json_invalid":
         reason = (item.get("ctx") or {}).get("error")
         if reason and str(reason) not in message:  # FastAPI's: "JSON decode error" alone
@@ -225,12 +247,30 @@ async def _http(request: Request, error: Exception) -> ProblemResponse:
         )
     elif error.status_code == 404 and detail == "Not Found":
         detail = f"no route is {request.url.path}; the routes are listed at /openapi.json"
-    elif error.status_code == 405:
-        allowed = (error.headers or {}).get("Allow", "")
+    headers = dict(error.headers or {})
+    if error.status_code == 405:
+        allowed = _allowed(request) or headers.get("Allow", "")
+        headers["Allow"] = allowed
         detail = f"{request.method} is not allowed on {request.url.path}; allowed: {allowed}"
-    return problem_response(
-        request, error.status_code, "", title, detail, headers=error.headers or None
-    )
+    return problem_response(request, error.status_code, "", title, detail, headers=headers or None)
+
+
+def _allowed(request: Request) -> str:
+    """Every method some route serves at the request's path, as ``Allow`` lists them:
+    Starlette's 405 names only the methods of the first route whose path matched. Each
+    method is tried against the app's routes as the router would match it."""
+    routes = request.app.router.routes
+    allowed = [
+        method
+        for method in _METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes
+        )
+    ]
+    return ", ".join(allowed)
+
+
+_METHODS: Final = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
 
 
 _HTTP_TITLES: Final[Mapping[int, str]] = {
@@ -304,6 +344,8 @@ def _fails_checks(request: Request, error: LedgerIntegrityError) -> ProblemRespo
 
 
 async def _bad_request(request: Request, error: Exception) -> ProblemResponse:
+    if isinstance(error, StateError | ContractError):
+        error = withhold(error, _redaction(request))
     members: dict[str, Any] = {}
     for name in ("field", "key", "conflict", "parameter"):
         value = getattr(error, name, None)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from assay.host import Host
 from assay.host.wire import ReportReceipt, ReportRequest
 from assay.server.auth import Principal, require
-from assay.server.declared import errors
+from assay.server.declared import STATE_PATH, errors
 from assay.server.json_body import JSONRoute
 from assay.server.query import known_query
 from assay.server.tokens import Scope
@@ -41,7 +41,10 @@ async def state(
     who: Annotated[Principal, Depends(require(Scope.READ))],
     keys: Annotated[
         list[str],
-        Query(description="only these dotted paths (repeat the parameter for several)"),
+        Query(
+            description="only these dotted paths (repeat the parameter for several)",
+            json_schema_extra={"items": {"type": "string", "pattern": STATE_PATH}},
+        ),
     ] = [],  # noqa: B006 - FastAPI copies defaults per request
 ) -> SubstrateState:
     """The state as of now, redacted; with ``keys``, only those paths."""
