@@ -114,7 +114,8 @@ def serve_peer(ledger_url: str) -> None:
         print(f"http://127.0.0.1:{port}", flush=True)
         await task
 
-    asyncio.run(main())
+    with contextlib.suppress(KeyboardInterrupt):  # SIGINT: uvicorn stopped, then re-raised
+        asyncio.run(main())
     evidence.close()
 
 
