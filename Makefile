@@ -67,6 +67,7 @@ bench: setup
 	.venv/bin/python bench/http_verify.py
 	.venv/bin/python bench/mcp_verify.py
 	.venv/bin/python bench/load.py
+	.venv/bin/python bench/soak.py
 
 clean:
 	rm -rf .venv .tools

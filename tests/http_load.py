@@ -55,8 +55,11 @@ class LedgerFigures:
     verified: bool
 
 
-async def drive(url: str, sessions: int, seconds: float, wait_ms: int = 10_000) -> LoadFigures:
-    """Run ``sessions`` agents against the daemon at ``url`` for ``seconds``.
+async def drive(
+    url: str, sessions: int, seconds: float, wait_ms: int = 10_000, *, close: bool = False
+) -> LoadFigures:
+    """Run ``sessions`` agents against the daemon at ``url`` for ``seconds``; ``close``: each
+    closes its session (``DELETE /v1/sessions/{id}``) once its time is up.
 
     Each agent has a client (one connection) of its own, as separate agents would: one
     client's pool of a thousand connections costs more to manage per request than the
@@ -82,6 +85,13 @@ async def drive(url: str, sessions: int, seconds: float, wait_ms: int = 10_000) 
             )
         )
         figures.seconds = time.perf_counter() - started
+        if close:
+            await asyncio.gather(
+                *(
+                    client.delete(f"/v1/sessions/{session}")
+                    for client, session in zip(clients, ids, strict=True)
+                )
+            )
     return figures
 
 

@@ -461,6 +461,30 @@ def test_the_change_log_agrees_with_changed_fields(
         assert canonical_rows(store.changes_between(end, older)) == canonical_rows(
             changed_fields(end.objects, older.objects)
         )
+        keys = data.draw(st.lists(st.sampled_from(_keys_near(older.objects, end.objects))))
+        assert canonical_rows(store.changes_under(older, end, keys)) == canonical_rows(
+            [c for c in changed_fields(older.objects, end.objects) if _related(c.path, keys)]
+        )
+
+
+def _keys_near(*trees: dict[str, Any]) -> list[tuple[str, ...]]:
+    """Every path in ``trees``, each with a segment below it, and the root's first key."""
+    found: set[tuple[str, ...]] = {("a",)}
+
+    def walk(value: Any, path: tuple[str, ...]) -> None:
+        if path:
+            found.update((path, (*path, "z")))
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, (*path, key))
+
+    for tree in trees:
+        walk(tree, ())
+    return sorted(found)
+
+
+def _related(path: tuple[str, ...], keys: list[tuple[str, ...]]) -> bool:
+    return any(path[: len(key)] == key or key[: len(path)] == path for key in keys)
 
 
 @given(state_documents, st.lists(state_patches, min_size=1, max_size=4))

@@ -562,9 +562,8 @@ class Session:
         only if its own value did (``value_moved``): an array is one leaf of the commit, not
         one change of every key read in it."""
         at = self.store.current if at is None else at
-        everything = self.store.changes_between(transition.before, at)
         written = [parse_path(key) for key in transition.writes]
-        declared = [c for c in everything if any(related(c.path, w) for w in written)]
+        declared = self.store.changes_under(transition.before, at, written)
         transition.commit = summarize_changes(declared, self.redaction)
         read = (
             [parse_path(key) for key in transition.predicate.keys] if transition.predicate else []
@@ -574,7 +573,7 @@ class Session:
         readings = _readings(transition.predicate)
         before, after = transition.before.objects, at.objects
         moved = [key for key in read if value_moved(before, after, key, readings)]
-        read_all = changes_at(everything, moved)
+        read_all = changes_at(self.store.changes_under(transition.before, at, moved), moved)
         read_declared = changes_at(declared, moved)
         # Its evidence: the declared changes its contract reads (a send of m1 rests on m1's
         # status, not on the count a send of m2 moves too); else every declared change; else,
@@ -709,8 +708,7 @@ class Session:
         """The declared keys that changed from ``transition``'s fire to ``after``, raw (its
         commit bundle once summarized)."""
         written = [parse_path(key) for key in transition.writes]
-        changes = self.store.changes_between(transition.before, after)
-        return [c for c in changes if any(related(c.path, w) for w in written)]
+        return self.store.changes_under(transition.before, after, written)
 
     def _record(self, kind: str, transition: Transition, body: dict[str, Any]) -> None:
         if self.evidence is not None:

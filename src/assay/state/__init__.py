@@ -8,3 +8,4 @@ from assay.state.snapshot import Snapshot as Snapshot
 from assay.state.snapshot import changed_fields as changed_fields
 from assay.state.store import SourceSeen as SourceSeen
 from assay.state.store import StateStore as StateStore
+from assay.state.store import StoreStatistics as StoreStatistics

@@ -75,25 +75,6 @@ def removed(value: Any, path: Path, out: list[Change]) -> None:
         out.append((path, value, MISSING))
 
 
-def compose(steps: Iterable[Sequence[Change]]) -> list[Change]:
-    """The net leaf changes of consecutive steps: first ``before``, last ``after`` per path.
-
-    Leaves that end as they began drop out, so composing the steps from one version to a
-    later one equals diffing the two directly.
-    """
-    first: dict[Path, Any] = {}
-    last: dict[Path, Any] = {}
-    for step in steps:
-        for path, before, after in step:
-            first.setdefault(path, before)
-            last[path] = after
-    return [
-        (path, before, last[path])
-        for path, before in first.items()
-        if not same_value(before, last[path])
-    ]
-
-
 def invert(changes: Iterable[Change]) -> list[Change]:
     """The changes that undo ``changes``: before and after swapped."""
     return [(path, after, before) for path, before, after in changes]
@@ -135,3 +116,68 @@ def _step(value: Any, segment: str) -> Any:
     if type(value) is str and segment == "length":
         return utf16_length(value)
     return _STOP
+
+
+def diff_paths(
+    before: Mapping[str, Any], after: Mapping[str, Any], paths: Iterable[Path], out: list[Change]
+) -> None:
+    """Append the change at each of ``paths`` (each once) whose leaf differs between the
+    trees: given every path that may have changed, the leaf diff of the two trees. A path
+    is left as soon as both trees share the object on it."""
+    for path in paths:
+        old: Any = before
+        new: Any = after
+        for segment in path:
+            if old is new:
+                break  # shared from here down (both missing included): no change
+            old = old.get(segment, MISSING) if type(old) is dict else MISSING
+            new = new.get(segment, MISSING) if type(new) is dict else MISSING
+        else:
+            if type(old) is dict and old:
+                old = MISSING  # an object with keys: its leaves lie below
+            if type(new) is dict and new:
+                new = MISSING
+            if old is not new and (old is MISSING or new is MISSING or not same_value(old, new)):
+                out.append((path, old, new))
+
+
+def diff_under(
+    before: Mapping[str, Any], after: Mapping[str, Any], keys: Iterable[Path], out: list[Change]
+) -> None:
+    """Append the leaf changes between the trees that are related to one of ``keys``: at a
+    key, under it, or at a leaf above it; exactly those of ``diff_objects`` at the root,
+    found by reading both trees along the keys, whatever changed elsewhere.
+
+    A ``{}`` above a key that gained keys is no change here: ``field_changes`` drops its
+    removal when a leaf under it was added, and that leaf may lie beside the key.
+    """
+    seen: set[Path] = set()
+    for key in keys:
+        old: Any = before
+        new: Any = after
+        for depth in range(len(key)):
+            if depth:  # a leaf above the key
+                path = key[:depth]
+                old_leaf = MISSING if type(old) is dict and old else old
+                new_leaf = MISSING if type(new) is dict and new else new
+                filled = type(old) is dict and not old and type(new) is dict and new
+                if path not in seen and not filled and not _same_leaf(old_leaf, new_leaf):
+                    seen.add(path)
+                    out.append((path, old_leaf, new_leaf))
+            old = old.get(key[depth], MISSING) if type(old) is dict else MISSING
+            new = new.get(key[depth], MISSING) if type(new) is dict else MISSING
+            if old is MISSING and new is MISSING:
+                break
+        else:
+            found: list[Change] = []
+            diff_values(old, new, key, found)
+            for change in found:
+                if change[0] not in seen:
+                    seen.add(change[0])
+                    out.append(change)
+
+
+def _same_leaf(a: Any, b: Any) -> bool:
+    if a is MISSING or b is MISSING:
+        return a is b
+    return a is b or same_value(a, b)

@@ -56,8 +56,11 @@ class Subscription:
         return None if self._paths is None else tuple(format_path(p) for p in self._paths)
 
     def cancel(self) -> None:
-        """Stop calling the callback; the index forgets this subscription."""
+        """Stop calling the callback; the index forgets this subscription, and this
+        subscription its callback (a bound method would keep its object alive in a cycle:
+        the object holds its subscription)."""
         index, self._index = self._index, None
+        self.callback = _cancelled
         if index is not None:
             index.remove(self, self._paths)
 
@@ -65,6 +68,10 @@ class Subscription:
         watched = "every change" if self._paths is None else ", ".join(self.keys or ())
         state = "" if self.active else ", cancelled"
         return f"<Subscription to {watched}{state}>"
+
+
+def _cancelled(snapshot: Snapshot, paths: ChangedPaths) -> None:
+    """The callback of a cancelled subscription: nothing."""
 
 
 class _Node:

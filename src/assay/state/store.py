@@ -14,15 +14,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
-from weakref import ReferenceType, ref
 
 from assay.clock import SYSTEM_CLOCK, Clock
 from assay.errors import StateError
-from assay.state.canonical import expand_report, refuse_writes_inside_arrays
-from assay.state.diff import Change, compose, invert
+from assay.state.canonical import Path, expand_report, refuse_writes_inside_arrays
+from assay.state.diff import Change, diff_objects, diff_paths, diff_under
+from assay.state.history import ChangeHistory
 from assay.state.index import Callback, ChangedPaths, KeyIndex, Subscription
 from assay.state.patch import Replace, merge_into, reconcile_object
-from assay.state.snapshot import FieldChange, Snapshot, changed_fields, field_changes
+from assay.state.snapshot import FieldChange, Snapshot, field_changes
 
 logger = logging.getLogger("assay.state")
 
@@ -37,11 +37,24 @@ class SourceSeen:
     changes: int
 
 
+@dataclass(frozen=True, slots=True)
+class StoreStatistics:
+    """What a store holds and has done: its ``version``, the versions and changed paths its
+    history holds, and how many leaf paths ``changes_between`` and ``changes_under`` have
+    looked at (``paths_visited``), over the store's life."""
+
+    version: int
+    versions_held: int
+    paths_held: int
+    paths_visited: int
+
+
 class StateStore:
     """The substrate of one application: ``current`` snapshot, changes, subscriptions.
 
-    ``history`` versions of leaf changes are kept, so ``changes_between`` two recent
-    snapshots costs their changed paths; older ones are diffed, sharing makes that cheap.
+    The leaf paths changed in the last ``history`` versions are kept, each once, so
+    ``changes_between`` two recent snapshots costs the distinct paths changed between them;
+    older ones are diffed, sharing makes that cheap.
     """
 
     def __init__(
@@ -56,10 +69,8 @@ class StateStore:
         objects = {} if initial is None else expand_report(initial)
         self._clock = clock
         self._current = Snapshot(objects, 0, clock.wall(), clock.monotonic())
-        # Version v's entry: a weak reference to its snapshot, and its leaf changes from v - 1.
-        self._log: deque[tuple[ReferenceType[Snapshot], tuple[Change, ...]]] = deque(
-            [(ref(self._current), ())], maxlen=history + 1
-        )
+        self._history = ChangeHistory(self._current, history)
+        self._visited = 0
         self._index = KeyIndex()
         self._sources: dict[str, SourceSeen] = {}
         self._last_heartbeat: float | None = None
@@ -145,37 +156,52 @@ class StateStore:
         previous = self._current
         snapshot = Snapshot(objects, previous.version + 1, self._clock.wall(), now)
         self._current = snapshot
-        self._log.append((ref(snapshot), tuple(changes)))
-        self._publish(previous, snapshot, tuple(path for path, _, _ in changes))
+        paths = tuple(path for path, _, _ in changes)
+        self._history.add(snapshot, paths)
+        self._publish(previous, snapshot, paths)
         return snapshot
 
     def changes_between(self, old: Snapshot, new: Snapshot) -> list[FieldChange]:
         """Every leaf that differs from ``old`` to ``new``, sorted by key.
 
-        From the change log when both are among this store's last ``history`` versions
-        (cost: the changed paths); otherwise by diffing, which skips shared subtrees.
+        When both are among this store's last ``history`` versions, only the paths changed
+        after the older one are compared (cost: those distinct paths, not the versions that
+        changed them); otherwise the trees are diffed, which skips shared subtrees.
         """
         if old is new:
             return []
-        if old.version > new.version:
-            steps = self._steps(new, old)
-            if steps is not None:
-                return field_changes(invert(compose(steps)))
+        out: list[Change] = []
+        history = self._history
+        if history.holds(old) and history.holds(new):
+            paths = list(history.changed_since(min(old.version, new.version)))
+            self._visited += len(paths)
+            diff_paths(old.objects, new.objects, paths, out)
         else:
-            steps = self._steps(old, new)
-            if steps is not None:
-                return field_changes(compose(steps))
-        return changed_fields(old.objects, new.objects)
+            diff_objects(old.objects, new.objects, (), out)
+            self._visited += len(out)
+        return field_changes(out)
 
-    def _steps(self, old: Snapshot, new: Snapshot) -> list[tuple[Change, ...]] | None:
-        """The logged changes of versions after ``old`` up to ``new``; ``None`` if not held."""
-        first = self._current.version - len(self._log) + 1
-        start, end = old.version - first, new.version - first
-        if start < 0 or end >= len(self._log):
-            return None
-        if self._log[start][0]() is not old or self._log[end][0]() is not new:
-            return None
-        return [self._log[i][1] for i in range(start + 1, end + 1)]
+    def changes_under(
+        self, old: Snapshot, new: Snapshot, keys: Iterable[Path]
+    ) -> list[FieldChange]:
+        """The changes of ``changes_between`` at one of ``keys``, under one, or at a leaf
+        above one, sorted by key; found along the keys in both trees, so their cost is that
+        of those changes, whatever else changed meanwhile."""
+        if old is new:
+            return []
+        out: list[Change] = []
+        diff_under(old.objects, new.objects, keys, out)
+        self._visited += len(out)
+        return field_changes(out)
+
+    def statistics(self) -> StoreStatistics:
+        """The store's figures now (``StoreStatistics``)."""
+        return StoreStatistics(
+            version=self.version,
+            versions_held=self.version - self._history.oldest + 1,
+            paths_held=len(self._history),
+            paths_visited=self._visited,
+        )
 
     def subscribe(self, keys: Iterable[str], callback: Callback) -> Subscription:
         """Call ``callback(snapshot, changed_paths)`` after each change touching ``keys``.
