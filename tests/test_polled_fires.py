@@ -398,8 +398,8 @@ async def test_an_effect_landing_after_the_deadline_fails_however_late_the_check
     assert (settled.outcome.passed, settled.outcome.result) == (False, True)
     assert settled.outcome.elapsed_ms == 5300
     assert settled.outcome.narrative.startswith(
-        "Contract evaluated to true only on state observed after its 5000ms timeout, after 1 "
-        "poll cycle (5300ms); count changed from 0 to 1. An effect observed after the "
+        "Contract evaluated to true only on state observed after its 5000ms timeout, after 2 "
+        "poll cycles (5300ms); count changed from 0 to 1. An effect observed after the "
         "deadline is a failure, however late the check ran."
     ), settled.outcome.narrative
 
@@ -415,6 +415,79 @@ async def test_an_effect_landing_in_time_passes_though_the_check_ran_late() -> N
     assert settled.effect_status == "settled"
     assert settled.outcome is not None and settled.outcome.passed
     assert settled.outcome.elapsed_ms == 6000  # checked 6 s after the fire, on 1 s's state
+
+
+async def test_an_effect_in_time_passes_though_other_keys_changed_after_the_deadline() -> None:
+    # Other sessions' sends went on: the state now was observed after the deadline, but the
+    # count it reads has been 1 since 1 s after the fire.
+    clock = VirtualClock()
+    session = _contract_session(clock)
+    fired = session.fire("inbox.send", verify_timeout_ms=5000)
+    clock.stall(1.0)
+    session.report({"count": 1})
+    clock.stall(5.0)
+    session.report({"others": 7})  # observed at 6 s, past the 5 s deadline
+    settled = await _waited(session, clock, str(fired.transition_id), 1)
+    assert settled.effect_status == "settled"
+    assert settled.outcome is not None and settled.outcome.passed
+    assert [change.key for change in settled.outcome.changed_fields] == ["count"]
+
+
+async def test_an_effect_in_time_passes_though_it_was_undone_before_the_late_check() -> None:
+    # The count was 1 from 1 s to 2 s after the fire; the check ran only at 6 s.
+    clock = VirtualClock()
+    session = _contract_session(clock)
+    fired = session.fire("inbox.send", verify_timeout_ms=5000)
+    clock.stall(1.0)
+    session.report({"count": 1})
+    clock.stall(1.0)
+    session.report({"count": 0})
+    clock.stall(4.0)
+    settled = await _waited(session, clock, str(fired.transition_id), 1)
+    assert settled.effect_status == "settled"
+    assert settled.outcome is not None and settled.outcome.passed
+    assert settled.outcome.changed_fields[0].after == 1  # the state it held on
+    answer = session.did_it_work(str(fired.transition_id))
+    assert answer.answer == "worked"
+    assert answer.outcome_now is not None and answer.outcome_now.result is False
+
+
+async def test_a_late_check_judges_the_state_when_it_was_due() -> None:
+    # The handler's report landed with the fire; it was overwritten at 2 s, and the check,
+    # due at once, ran at 6 s: it is made on the state as it was when due.
+    clock = VirtualClock()
+    graph = build_navigation_graph(
+        "mail",
+        {"inbox": {"actions": {"send": {
+            "does": "send", "writes": ["count"], "verify": {"count": {"gte": 1}},
+        }}}},
+    )  # fmt: skip
+    session = graph.create_session(node="inbox", state={"count": 0}, clock=clock)
+    session.register_actions("inbox", {"send": lambda args: session.report({"count": 1})})
+    fired = session.fire("inbox.send", verify_timeout_ms=5000)
+    clock.stall(2.0)
+    session.report({"count": 0})
+    clock.stall(4.0)
+    settled = await _waited(session, clock, str(fired.transition_id), 1)
+    assert settled.effect_status == "settled"
+    assert settled.outcome is not None
+    assert (settled.outcome.passed, settled.outcome.poll_cycles) == (True, 2)
+
+
+async def test_a_late_check_fails_what_never_held_in_time() -> None:
+    # Nothing the contract reads moved in time; the count moved after the deadline, and
+    # unrelated keys after that.
+    clock = VirtualClock()
+    session = _contract_session(clock)
+    fired = session.fire("inbox.send", verify_timeout_ms=5000)
+    clock.stall(5.5)
+    session.report({"count": 1})
+    clock.stall(1.0)
+    session.report({"others": 7})
+    settled = await _waited(session, clock, str(fired.transition_id), 1)
+    assert settled.effect_status == "failed"
+    assert settled.outcome is not None
+    assert (settled.outcome.passed, settled.outcome.result) == (False, True)
 
 
 async def test_settle_ms_and_elapsed_ms_count_from_the_fire() -> None:

@@ -1117,7 +1117,7 @@ def test_a_verification_that_raises_settles_failed_saying_so(
     async def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("the store went away")
 
-    monkeypatch.setattr("assay.graph.session.verify_observed", broken)
+    monkeypatch.setattr("assay.verify.loop.Verification.run", broken)
 
     async def main(clock: VirtualClock) -> Any:
         s = session(clock, {"view": {"domain": "workspace"}}, **{"open-billing": lambda a: None})

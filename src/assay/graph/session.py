@@ -62,7 +62,7 @@ from assay.state.canonical import (
 from assay.state.snapshot import FieldChange, Snapshot, changes_at, value_moved
 from assay.state.store import StateStore
 from assay.state.substrate import Substrate
-from assay.verify.loop import VerifyOptions, summarize_changes, verify_observed
+from assay.verify.loop import Verification, VerifyOptions, summarize_changes
 
 Handler = Callable[[dict[str, Any]], Any]
 
@@ -361,7 +361,7 @@ class Session:
         timeout = verify_timeout_ms if verify_timeout_ms is not None else spec.verify_timeout_ms
         transition.verify_timeout_ms = timeout
         if transition.already_true is None and predicate is not None:
-            self._spawn(self._verify(transition, predicate, spec.settle_ms, timeout))
+            self._verify(transition, predicate, spec.settle_ms, timeout)
         elif transition.already_true is None and writes:
             self.queue.append(transition)
         self._run_handler(transition, handler, timeout)
@@ -450,10 +450,11 @@ class Session:
             error=f"no action is called {action_id!r}{guess}; available here: {', '.join(known)}",
         )
 
-    def _spawn(self, coroutine: Any) -> None:
+    def _spawn(self, coroutine: Any) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coroutine)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+        return task
 
     def _run_handler(self, transition: Transition, handler: Handler, timeout_ms: int) -> None:
         try:
@@ -514,7 +515,7 @@ class Session:
             # contract; and a contract that held before the fire is checked again once a key
             # it covers changed, as the change may have broken it.
             assert transition.predicate is not None  # already true: a declarative verify
-            self._spawn(self._verify(transition, transition.predicate, 0, _timeout(transition)))
+            self._verify(transition, transition.predicate, 0, _timeout(transition))
         else:
             self._observe(transition)  # its commit: nothing declared changed
             self._finish(transition, Phase.UNOBSERVABLE)
@@ -551,7 +552,7 @@ class Session:
         transition.observed = False
         transition.held_before = False
         transition.observed_version = None
-        self._spawn(self._verify(transition, predicate, 0, _timeout(transition)))
+        self._verify(transition, predicate, 0, _timeout(transition))
 
     def _observe(self, transition: Transition, at: Snapshot | None = None) -> list[FieldChange]:
         """Take ``transition``'s commit on ``at`` (the snapshot its contract held on, else the
@@ -603,24 +604,33 @@ class Session:
         else:
             self._finish(transition, Phase.UNOBSERVABLE if transition.held_before else Phase.WORKED)
 
-    async def _verify(
+    def _verify(
         self, transition: Transition, predicate: Predicate, settle_ms: int, timeout_ms: int
     ) -> None:
+        """Verify ``transition``'s effect, watching the keys ``predicate`` reads from now on,
+        however late the task that answers first runs."""
         options = VerifyOptions(
             settle_ms=settle_ms,
             timeout_ms=timeout_ms,
             poll_interval_ms=self.substrate.poll_interval_ms,
         )
+        verification = Verification(
+            predicate,
+            self.store,
+            before=transition.before,
+            options=options,
+            clock=self.clock,
+            redaction=self.redaction,
+            dispatched_at=transition.fired_at,
+        )
+        task = self._spawn(self._verified(transition, predicate, verification))
+        task.add_done_callback(lambda _: verification.cancel())  # cancelled before it ran
+
+    async def _verified(
+        self, transition: Transition, predicate: Predicate, verification: Verification
+    ) -> None:
         try:
-            outcome, final = await verify_observed(
-                predicate,
-                self.store,
-                before=transition.before,
-                options=options,
-                clock=self.clock,
-                redaction=self.redaction,
-                dispatched_at=transition.fired_at,  # however late this task first runs
-            )
+            outcome, final = await verification.run()
         except Exception as error:  # never leave a pending answer that nothing will settle
             if not transition.phase.terminal:
                 transition.error = escape_surrogates(

@@ -83,89 +83,195 @@ async def verify_observed(
 ) -> tuple[VerificationOutcome, Snapshot]:
     """``verify``, and the snapshot its outcome describes: the one the predicate held on in
     time (a pushed state it held on only briefly included), else the state at the end."""
-    redaction = redaction or Redaction.none()
-    after_action = before is not None
-    before = before if before is not None else store.current
-    loop = asyncio.get_running_loop()
-    start = clock.monotonic() if dispatched_at is None else dispatched_at
-    deadline = start + options.timeout_ms / 1000
-    interval = None if options.poll_interval_ms is None else options.poll_interval_ms / 1000
-    waiter: asyncio.Future[None] | None = None
-    dirty = False
-    checking = False  # past the settlement wait: pushed changes are evaluated at once
-    held: tuple[Snapshot, Check] | None = None
+    verification = Verification(
+        predicate,
+        store,
+        before=before,
+        options=options,
+        clock=clock,
+        redaction=redaction,
+        subject=subject,
+        dispatched_at=dispatched_at,
+    )
+    return await verification.run()
 
-    def wake(snapshot: Snapshot, paths: object) -> None:
-        # A pushed change is evaluated on the snapshot it published, at once: a state that
-        # holds only briefly (overwritten before this task runs again) is still seen.
-        nonlocal dirty, held
-        dirty = True
-        if checking and held is None and snapshot.monotonic <= deadline:
-            pushed = predicate.check(snapshot.objects)
-            if pushed.result is True:
-                held = (snapshot, pushed)
+
+class Verification:
+    """One verification, watching the keys its predicate reads from the moment it is made.
+
+    Made when its action is dispatched, it sees every change those keys go through, each
+    judged by when it was observed: on a busy event loop ``run`` may start long after, when
+    the state has moved on (the effect overwritten, or unrelated keys changed since the
+    deadline), and still answer on the states observed in time. ``run`` once; ``cancel``
+    ends the watch without a verdict (a task cancelled before it ran), any number of times.
+    """
+
+    __slots__ = (
+        "_after_action",
+        "_at_settle",
+        "_before",
+        "_checking",
+        "_clock",
+        "_deadline",
+        "_dirty",
+        "_held",
+        "_moved",
+        "_options",
+        "_predicate",
+        "_redaction",
+        "_settled_at",
+        "_start",
+        "_store",
+        "_subject",
+        "_subscription",
+        "_waiter",
+    )
+
+    def __init__(
+        self,
+        predicate: Predicate,
+        store: StateStore,
+        *,
+        before: Snapshot | None = None,
+        options: VerifyOptions = VerifyOptions(),
+        clock: Clock = SYSTEM_CLOCK,
+        redaction: Redaction | None = None,
+        subject: str | None = None,
+        dispatched_at: float | None = None,
+    ) -> None:
+        self._predicate = predicate
+        self._store = store
+        self._after_action = before is not None
+        self._before = before if before is not None else store.current
+        self._options = options
+        self._clock = clock
+        self._redaction = redaction or Redaction.none()
+        self._subject = subject
+        self._start = clock.monotonic() if dispatched_at is None else dispatched_at
+        self._settled_at = self._start + options.settle_ms / 1000
+        self._deadline = self._start + options.timeout_ms / 1000
+        self._waiter: asyncio.Future[None] | None = None
+        self._dirty = False
+        self._held: tuple[Snapshot, Check] | None = None  # held on a state observed in time
+        self._at_settle: Snapshot | None = None  # the keys' state when the first check was due
+        self._moved = False  # they changed after it was due
+        self._checking = False  # the first check has begun
+        self._subscription: Subscription | None = None
+        self._seen(store.current)
+        if predicate.keys:
+            self._subscription = store.subscribe(predicate.keys, self._wake)
+
+    def cancel(self) -> None:
+        """Stop watching; the verification gives no verdict."""
+        if self._subscription is not None:
+            self._subscription.cancel()
+            self._subscription = None
+
+    def _seen(self, snapshot: Snapshot) -> None:
+        # A state observed before the first check was due, and before it began, is what
+        # that check is to judge; one observed after, in time, is evaluated at once on the
+        # snapshot it published: a state that holds only briefly is still seen, however
+        # late run() is.
+        if not self._checking and snapshot.monotonic <= self._settled_at:
+            self._at_settle = snapshot
+            return
+        self._moved = True
+        if self._held is None and snapshot.monotonic <= self._deadline:
+            check = self._predicate.check(snapshot.objects)
+            if check.result is True:
+                self._held = (snapshot, check)
+
+    def _wake(self, snapshot: Snapshot, paths: object) -> None:
+        self._dirty = True
+        self._seen(snapshot)
+        waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    # Subscribed only once a check has failed: a contract that holds at once costs no
-    # subscription, and nothing can change between a check and the subscription (no await).
-    subscription: Subscription | None = None
-    late = False  # it held only on a snapshot observed after the deadline
-    try:
-        settled_at = start + options.settle_ms / 1000
-        if settled_at > clock.monotonic():
-            await clock.sleep(settled_at - clock.monotonic())
+    async def run(self) -> tuple[VerificationOutcome, Snapshot]:
+        """Settle, then check until the predicate holds in time or the deadline has passed;
+        the outcome, and the snapshot it describes."""
+        try:
+            return await self._run()
+        finally:
+            self.cancel()
+
+    async def _run(self) -> tuple[VerificationOutcome, Snapshot]:
+        predicate, store, clock = self._predicate, self._store, self._clock
+        deadline, options = self._deadline, self._options
+        interval = None if options.poll_interval_ms is None else options.poll_interval_ms / 1000
+        loop = asyncio.get_running_loop()
+        if self._settled_at > clock.monotonic():
+            await clock.sleep(self._settled_at - clock.monotonic())
         cycles = 0
-        checking = True
+        at_settle, self._at_settle = self._at_settle, None
+        self._checking = True
         while True:
             snapshot = store.current
-            dirty = False
-            check = predicate.check(snapshot.objects)
-            cycles += 1
-            now = clock.monotonic()
-            if check.result is True and snapshot.monotonic > deadline:
-                late = True  # observed too late to count, however late this check ran
-                break
-            if check.result is True or now >= deadline or not predicate.keys:
-                break  # held, out of time, or reading no state: nothing can change it
-            if subscription is None:
-                subscription = store.subscribe(predicate.keys, wake)
-            wake_at = deadline if interval is None else min(deadline, now + interval)
-            waiter = loop.create_future()
-            timer = clock.call_later(wake_at - now, _resolver(waiter))
-            try:
-                await waiter
-            finally:
-                timer.cancel()
-                waiter = None
-            if held is not None:
-                snapshot, check = held
+            self._dirty = False
+            check: Check | None = None
+            if snapshot.monotonic <= deadline:
+                check = predicate.check(snapshot.objects)
+                cycles += 1
+                if check.result is True:
+                    break
+            if self._held is not None:  # a state observed in time held, if only briefly
+                snapshot, check = self._held
                 cycles += 1
                 break
-            if not dirty and clock.monotonic() >= deadline:
+            if at_settle is not None and (self._moved or snapshot.monotonic > deadline):
+                # This first check ran late, on a state since changed or observed after the
+                # deadline: it is made on the state as it was when it was due.
+                due, at_settle = at_settle, None
+                due_check = predicate.check(due.objects)
+                cycles += 1
+                if due_check.result is True:
+                    snapshot, check = due, due_check
+                    break
+            at_settle = None
+            if check is None:  # the state now was observed after the deadline
+                check = predicate.check(snapshot.objects)
+                cycles += 1
                 break
-        elapsed_ms = round((clock.monotonic() - start) * 1000)
+            now = clock.monotonic()
+            if now >= deadline or not predicate.keys:
+                break  # out of time, or reading no state: nothing can change it
+            wake_at = deadline if interval is None else min(deadline, now + interval)
+            self._waiter = loop.create_future()
+            timer = clock.call_later(wake_at - now, _resolver(self._waiter))
+            try:
+                await self._waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
+            if self._held is not None:
+                snapshot, check = self._held
+                cycles += 1
+                break
+            if not self._dirty and clock.monotonic() >= deadline:
+                break
+        # Every state of the keys observed in time was judged, as it came or here: one that
+        # holds only on a snapshot observed after the deadline is late, however late this ran.
+        late = check.result is True and snapshot.monotonic > deadline
+        elapsed_ms = round((clock.monotonic() - self._start) * 1000)
         if check.result is not True or late:
             # Keys the predicate reads have not changed since its last check (a change would
             # have woken it), but others may have: the outcome describes the state as it is now.
             snapshot = store.current
-    finally:
-        if subscription is not None:
-            subscription.cancel()
-    outcome = _outcome(
-        predicate,
-        store=store,
-        before=before,
-        final=snapshot,
-        check=check,
-        cycles=cycles,
-        elapsed_ms=elapsed_ms,
-        redaction=redaction,
-        subject=subject,
-        after_action=after_action,
-        late_after_ms=options.timeout_ms if late else None,
-    )
-    return outcome, snapshot
+        outcome = _outcome(
+            predicate,
+            store=store,
+            before=self._before,
+            final=snapshot,
+            check=check,
+            cycles=cycles,
+            elapsed_ms=elapsed_ms,
+            redaction=self._redaction,
+            subject=self._subject,
+            after_action=self._after_action,
+            late_after_ms=options.timeout_ms if late else None,
+        )
+        return outcome, snapshot
 
 
 def _resolver(waiter: asyncio.Future[None]) -> Callable[[], None]:
