@@ -210,15 +210,15 @@ class Verification:
             snapshot = store.current
             self._dirty = False
             check: Check | None = None
+            if self._held is not None:  # a state observed in time held, if only briefly
+                snapshot, check = self._held
+                cycles += 1
+                break
             if snapshot.monotonic <= deadline:
                 check = predicate.check(snapshot.objects)
                 cycles += 1
                 if check.result is True:
                     break
-            if self._held is not None:  # a state observed in time held, if only briefly
-                snapshot, check = self._held
-                cycles += 1
-                break
             if at_settle is not None and (self._moved or snapshot.monotonic > deadline):
                 # This first check ran late, on a state since changed or observed after the
                 # deadline: it is made on the state as it was when it was due.
