@@ -45,6 +45,21 @@ def test_changes_between_visits_each_changed_path_once_however_often_it_changed(
     assert _visited(store) - start == 1
 
 
+def test_changes_between_two_early_versions_visit_nothing_changed_after_them() -> None:
+    # An outcome taken on the state its contract first held on, soon after its fire, while
+    # 500 other changes landed before its answer was composed.
+    store = StateStore({"sent": {"m0": {"status": "sent"}}, "others": {}})
+    first = store.current
+    store.report({"sent.m1": {"status": "sent"}})
+    held = store.current
+    for number in range(500):
+        store.report({f"others.k{number}": number})
+    start = _visited(store)
+    changes = store.changes_between(first, held)
+    assert [(c.key, c.after, c.kind) for c in changes] == [("sent.m1.status", "sent", "added")]
+    assert _visited(store) - start == 1
+
+
 def test_changes_under_keys_visit_nothing_of_other_keys() -> None:
     store = StateStore({"sent": {}, "others": {}})
     first = store.current

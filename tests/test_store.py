@@ -461,6 +461,10 @@ def test_the_change_log_agrees_with_changed_fields(
         assert canonical_rows(store.changes_between(end, older)) == canonical_rows(
             changed_fields(end.objects, older.objects)
         )
+        other, _ = data.draw(st.sampled_from(held))  # two versions before the end
+        assert canonical_rows(store.changes_between(older, other)) == canonical_rows(
+            changed_fields(older.objects, other.objects)
+        )
         keys = data.draw(st.lists(st.sampled_from(_keys_near(older.objects, end.objects))))
         assert canonical_rows(store.changes_under(older, end, keys)) == canonical_rows(
             [c for c in changed_fields(older.objects, end.objects) if _related(c.path, keys)]

@@ -165,15 +165,16 @@ class StateStore:
         """Every leaf that differs from ``old`` to ``new``, sorted by key.
 
         When both are among this store's last ``history`` versions, only the paths changed
-        after the older one are compared (cost: those distinct paths, not the versions that
-        changed them); otherwise the trees are diffed, which skips shared subtrees.
+        between them are compared (``ChangeHistory.changed_between``: never the paths left
+        as they were); otherwise the trees are diffed, which skips shared subtrees.
         """
         if old is new:
             return []
         out: list[Change] = []
         history = self._history
         if history.holds(old) and history.holds(new):
-            paths = list(history.changed_since(min(old.version, new.version)))
+            older, newer = sorted((old.version, new.version))
+            paths = list(history.changed_between(older, newer))
             self._visited += len(paths)
             diff_paths(old.objects, new.objects, paths, out)
         else:
