@@ -9,7 +9,7 @@ served by any ASGI server, with lifespan off.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from fastapi import FastAPI, Request
 from pydantic import BaseModel, Field
@@ -25,7 +25,7 @@ from assay.server import workflows as workflow_routes
 from assay.server.auth import Authenticator, authorize
 from assay.server.config import DEFAULT_MAX_BODY_BYTES
 from assay.server.declared import declare_application, shape_openapi
-from assay.server.hot import PATH, serve_verify
+from assay.server.hot import FIRE_PATH, PATH, serve_fire, serve_verify
 from assay.server.query import reject_query
 from assay.server.tokens import Scope, Token
 from assay.timeline import timeline_routes
@@ -53,18 +53,22 @@ class Health(BaseModel):
 
 
 class Daemon(FastAPI):
-    """The daemon's FastAPI app; ``POST /v1/verify``, its hottest route, is answered ahead
-    of FastAPI's middleware and router by ``hot.serve_verify``, with the same answers. A
+    """The daemon's FastAPI app; ``POST /v1/verify`` and ``POST /v1/actions``, its hottest
+    routes, are answered ahead of FastAPI's middleware and router (``hot``), with the
+    same answers. A
     request body over ``state.max_body_bytes`` is refused with a 413 problem."""
 
     async def __call__(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send) -> None:
         if scope["type"] == "http":
             receive = _limited(receive, self.state.max_body_bytes)
-            if scope["path"] == PATH and scope["method"] == "POST":
+            if scope["method"] == "POST" and scope["path"] in _HOT:
                 scope["app"] = self
-                await serve_verify(scope, receive, send)
+                await _HOT[scope["path"]](scope, receive, send)
                 return
         await super().__call__(scope, receive, send)
+
+
+_HOT: Final = {PATH: serve_verify, FIRE_PATH: serve_fire}
 
 
 def _limited(receive: asgi.Receive, limit: int) -> asgi.Receive:
