@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from assay.errors import ExpressionEvaluationError
-from assay.expr.limits import Meter
+from assay.expr.meter import Meter
 from assay.expr.methods import argument
 from assay.expr.strings import to_units, utf16_length
 from assay.expr.values import (

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from assay.errors import ExpressionEvaluationError
-from assay.expr.limits import Meter
+from assay.expr.meter import Meter
 from assay.expr.operators import nullish_read
 from assay.expr.strings import JS_WHITESPACE, canonical, to_units
 from assay.expr.values import (

@@ -13,7 +13,7 @@ import math
 from typing import Any, Final
 
 from assay.errors import ExpressionEvaluationError
-from assay.expr.limits import Meter
+from assay.expr.meter import Meter
 from assay.expr.strings import canonical, to_units, utf16_length
 from assay.expr.values import (
     INF,
