@@ -23,7 +23,7 @@ from typing import Any
 from assay.expr import pyast as py
 from assay.expr.chains import ChainCompiler
 from assay.expr.emitter import Value
-from assay.expr.meter import Limits
+from assay.expr.limits import Limits
 from assay.expr.runtime import namespace
 from assay.expr.syntax import (
     ArrayLiteral,

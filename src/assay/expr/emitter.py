@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from assay.errors import ExpressionSyntaxError
 from assay.expr import pyast as py
-from assay.expr.meter import Limits
+from assay.expr.limits import Limits
 from assay.expr.syntax import Node
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from assay.errors import ExpressionError, ExpressionSyntaxError, WrongTypeError
 from assay.expr.codegen import CodeGenerator
-from assay.expr.meter import Limits
+from assay.expr.limits import Limits
 from assay.expr.parser import parse
 from assay.expr.path import format_path
 from assay.expr.predicate import Check, require_state

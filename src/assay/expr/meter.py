@@ -1,21 +1,8 @@
-"""The bounds every compiled expression runs within, and the meter that enforces them."""
+"""The meter that charges an evaluation its steps and bounds the strings it produces."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from assay.errors import ExpressionLimitError
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Bounds on an expression; every one has a clear error naming it when exceeded."""
-
-    max_source_length: int = 10_000
-    max_depth: int = 64
-    max_callback_depth: int = 8
-    max_steps: int = 500_000
-    max_string_length: int = 1_000_000
 
 
 class Meter:

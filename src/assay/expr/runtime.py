@@ -8,7 +8,8 @@ from typing import Any, Final
 from assay.errors import ExpressionEvaluationError
 from assay.expr import operators
 from assay.expr.functions import GLOBAL_FUNCTIONS
-from assay.expr.meter import Limits, Meter, MeterNeededError, steps_exceeded
+from assay.expr.limits import Limits
+from assay.expr.meter import Meter, MeterNeededError, steps_exceeded
 from assay.expr.methods import call_method, not_a_function
 from assay.expr.values import UNDEFINED, loose_equal, strict_equal, to_boolean, type_of
 
