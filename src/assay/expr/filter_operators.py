@@ -20,8 +20,8 @@ from typing import Any, Final
 import re2
 
 from assay.errors import ContractError
-from assay.expr.path import MISSING, json_type_name
-from assay.expr.strings import utf16_less
+from assay.json.path import MISSING, json_type_name
+from assay.json.strings import utf16_less
 
 OPERATORS: Final = (
     "eq",
