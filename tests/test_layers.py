@@ -1,10 +1,12 @@
-"""The value layer sits below the compiler: importing it, or the ledger, loads no compiler."""
+"""The value layer sits below the compiler: importing it, the state or the ledger loads none."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+
+import pytest
 
 
 def loaded(imports: str) -> list[str]:
@@ -21,10 +23,11 @@ def loaded(imports: str) -> list[str]:
 
 
 def test_the_value_layer_imports_only_itself_and_the_errors() -> None:
-    assert loaded("from assay.json import meter, path, strings, values") == [
+    assert loaded("from assay.json import equality, meter, path, strings, values") == [
         "assay",
         "assay.errors",
         "assay.json",
+        "assay.json.equality",
         "assay.json.meter",
         "assay.json.path",
         "assay.json.strings",
@@ -32,5 +35,6 @@ def test_the_value_layer_imports_only_itself_and_the_errors() -> None:
     ]
 
 
-def test_the_ledger_loads_no_compiler() -> None:
-    assert [m for m in loaded("import assay.ledger") if m.startswith("assay.expr")] == []
+@pytest.mark.parametrize("package", ["assay.state", "assay.ledger"])
+def test_the_package_loads_no_compiler(package: str) -> None:
+    assert [m for m in loaded(f"import {package}") if m.startswith("assay.expr")] == []

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar
 
-from assay.expr.filter_operators import json_equal
+from assay.json.equality import json_equal
 from assay.json.path import MISSING, read_path
 
 QUANTIFIERS: Final = frozenset({"all", "any"})
