@@ -38,7 +38,7 @@ from deepdiff import DeepDiff
 from _timing import gc_paused, ratio
 from assay import Check, Predicate, compile_expression
 from assay.clock import SYSTEM_CLOCK
-from assay.expr.path import format_path
+from assay.json.path import format_path
 from assay.state import Snapshot, StateStore, changed_fields
 from assay.verify.loop import VerifyOptions, verify
 

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from assay.clock import VirtualClock
-from assay.expr.path import MISSING, format_path, parse_path, read_path
 from assay.graph import Answer, FireResult, NavigationGraph, Session, build_navigation_graph
+from assay.json.path import MISSING, format_path, parse_path, read_path
 from assay.state import Snapshot
 from assay.state.probes import CallableProbe
 from assay.state.substrate import Substrate

@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from assay.errors import ContractError, WrongTypeError
 from assay.expr import compile_expression
 from assay.expr.contract import Contract, compile_contract
-from assay.expr.filter_operators import OPERATORS, json_equal
+from assay.expr.filter_operators import OPERATORS
 from assay.expr.filter_operators import _compiled as _compiled_pattern
 from assay.expr.predicate import Check, ConditionEvidence, Predicate
+from assay.json.equality import json_equal
 from assay.redaction import Redaction
 from strategies import json_values, scalars
 

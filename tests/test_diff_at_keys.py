@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assay.expr.path import MISSING, read_path
+from assay.json.path import MISSING, read_path
 from assay.state import FieldChange, changed_fields
 from assay.state.canonical import same_value
 from assay.state.snapshot import changes_at

@@ -15,9 +15,9 @@ import pytest
 from assay import UNDEFINED, ExpressionEvaluationError, compile_expression
 from assay.errors import ContractError
 from assay.expr import compile_contract
-from assay.expr.path import parse_path
 from assay.expr.reads import MAX_FILLED
 from assay.graph.binding import fill
+from assay.json.path import parse_path
 
 STATE: dict[str, Any] = {
     "inbox": {"sent_count": 15, "folders": ["inbox", "archive"], "count": "15"},

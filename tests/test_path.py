@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import assay
 from assay.errors import ContractError
-from assay.expr.path import (
+from assay.json.path import (
     MISSING,
     PathRead,
     array_index,

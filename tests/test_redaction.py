@@ -11,8 +11,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from assay.errors import ContractError, WrongTypeError
-from assay.expr.path import parse_path
-from assay.expr.values import number_to_string
+from assay.json.path import parse_path
+from assay.json.values import number_to_string
 from assay.redaction import ELLIPSIS, REDACTED, SUMMARY_LIMIT, Redaction
 from strategies import json_values
 

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from assay.clock import VirtualClock
-from assay.expr.path import MISSING, format_path, parse_path, read_path
 from assay.graph import build_navigation_graph
+from assay.json.path import MISSING, format_path, parse_path, read_path
 from assay.state import FieldChange
 from tau2_retail import (
     ABSENT,

@@ -15,7 +15,6 @@ from assay.errors import WorkflowError as WorkflowError
 from assay.errors import WorkflowLintError as WorkflowLintError
 
 if TYPE_CHECKING:
-    from assay.expr import UNDEFINED as UNDEFINED
     from assay.expr import Check as Check
     from assay.expr import ConditionEvidence as ConditionEvidence
     from assay.expr import Contract as Contract
@@ -23,9 +22,10 @@ if TYPE_CHECKING:
     from assay.expr import Expression as Expression
     from assay.expr import Limits as Limits
     from assay.expr import Predicate as Predicate
-    from assay.expr import Undefined as Undefined
     from assay.expr import compile_contract as compile_contract
     from assay.expr import compile_expression as compile_expression
+    from assay.json.values import UNDEFINED as UNDEFINED
+    from assay.json.values import Undefined as Undefined
     from assay.redaction import Redaction as Redaction
     from assay.workflow import CriterionResult as CriterionResult
     from assay.workflow import RunRecord as RunRecord
@@ -39,13 +39,12 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-# The expression compiler, redaction and the workflow layer load on first use, so that
-# `import assay` (and with it the CLI's `--help`) stays quick.
+# The expression compiler, the value layer, redaction and the workflow layer load on first
+# use, so that `import assay` (and with it the CLI's `--help`) stays quick.
 _LAZY = {
     **{
         name: "assay.expr"
         for name in (
-            "UNDEFINED",
             "Check",
             "ConditionEvidence",
             "Contract",
@@ -53,11 +52,12 @@ _LAZY = {
             "Expression",
             "Limits",
             "Predicate",
-            "Undefined",
             "compile_contract",
             "compile_expression",
         )
     },
+    "UNDEFINED": "assay.json.values",
+    "Undefined": "assay.json.values",
     "Redaction": "assay.redaction",
     **{
         name: "assay.workflow"

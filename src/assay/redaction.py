@@ -24,8 +24,8 @@ from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, Final
 
 from assay.errors import WrongTypeError
-from assay.expr.path import parse_path
-from assay.expr.values import number_to_string
+from assay.json.path import parse_path
+from assay.json.values import number_to_string
 
 REDACTED: Final = "[redacted]"
 """What a summary shows in place of a covered value nested inside the value it summarizes."""

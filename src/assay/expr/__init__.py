@@ -9,5 +9,3 @@ from assay.expr.predicate import Check as Check
 from assay.expr.predicate import ConditionEvidence as ConditionEvidence
 from assay.expr.predicate import ElementEvidence as ElementEvidence
 from assay.expr.predicate import Predicate as Predicate
-from assay.expr.values import UNDEFINED as UNDEFINED
-from assay.expr.values import Undefined as Undefined

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from assay.expr.filter_operators import OPERATORS, OperatorTest, bind_operator, holds_if_missing
-from assay.expr.path import MISSING, PathRead, format_path, json_type_name, read_path
 from assay.expr.predicate import ConditionEvidence, ElementEvidence
 from assay.expr.quantifiers import (
     MAX_ELEMENT_CHECKS,
@@ -25,6 +24,7 @@ from assay.expr.quantifiers import (
     some,
 )
 from assay.expr.specs import ByMember, Clause, Spec
+from assay.json.path import MISSING, PathRead, format_path, json_type_name, read_path
 
 if TYPE_CHECKING:
     from assay.redaction import Redaction

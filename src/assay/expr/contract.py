@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 from assay.errors import ContractError
 from assay.expr.conditions import Condition
 from assay.expr.filter_operators import json_value
-from assay.expr.path import format_path, json_type_name
 from assay.expr.predicate import Check, require_state
 from assay.expr.specs import Spec, bind_spec, compile_specs
+from assay.json.path import format_path, json_type_name
 
 if TYPE_CHECKING:
     from assay.redaction import Redaction

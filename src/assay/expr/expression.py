@@ -10,10 +10,10 @@ from assay.errors import ExpressionError, ExpressionSyntaxError, WrongTypeError
 from assay.expr.codegen import CodeGenerator
 from assay.expr.limits import Limits
 from assay.expr.parser import parse
-from assay.expr.path import format_path
 from assay.expr.predicate import Check, require_state
 from assay.expr.reads import ArgumentSegment, filled, state_paths, until_argument
-from assay.expr.values import to_boolean
+from assay.json.path import format_path
+from assay.json.values import to_boolean
 
 
 class Expression:

@@ -20,8 +20,9 @@ from typing import Any, Final
 import re2
 
 from assay.errors import ContractError
-from assay.expr.path import MISSING, json_type_name
-from assay.expr.strings import utf16_less
+from assay.json.equality import json_equal
+from assay.json.path import json_type_name
+from assay.json.strings import utf16_less
 
 OPERATORS: Final = (
     "eq",
@@ -63,41 +64,6 @@ OperatorTest = Callable[[Any], tuple[bool, str | None]]
 """An operator bound to its operand: the verdict on a present value, and why if it could
 not compare, said of the value without naming it (``is a string, gte needs a number``), so
 that the condition names it by its path, the path of an array's element included."""
-
-
-def json_equal(a: Any, b: Any) -> bool:
-    """JSON deep equality: ``true`` is not ``1``, ``1`` is ``1.0``, objects compare by key
-    set and values in any order, arrays by order. Never raises; no recursion."""
-    pending = [(a, b)]
-    while pending:
-        x, y = pending.pop()
-        if isinstance(x, str):
-            if not (isinstance(y, str) and x == y):
-                return False
-        elif isinstance(x, bool) or isinstance(y, bool):
-            if not (isinstance(x, bool) and isinstance(y, bool) and x == y):
-                return False
-        elif isinstance(x, int | float):
-            if not (isinstance(y, int | float) and x == y):
-                return False
-        elif x is None:
-            if y is not None:
-                return False
-        elif isinstance(x, Mapping):
-            if not (isinstance(y, Mapping) and len(x) == len(y)):
-                return False
-            for key, value in x.items():
-                other = y.get(key, MISSING)
-                if other is MISSING:
-                    return False
-                pending.append((value, other))
-        elif isinstance(x, list | tuple):
-            if not (isinstance(y, list | tuple) and len(x) == len(y)):
-                return False
-            pending.extend(zip(x, y, strict=True))
-        elif x is not y:
-            return False
-    return True
 
 
 def holds_if_missing(op: str, operand: Any) -> bool:

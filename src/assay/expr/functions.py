@@ -13,10 +13,10 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from assay.errors import ExpressionEvaluationError
-from assay.expr.limits import Meter
 from assay.expr.methods import argument
-from assay.expr.strings import to_units, utf16_length
-from assay.expr.values import (
+from assay.json.meter import Meter
+from assay.json.strings import to_units, utf16_length
+from assay.json.values import (
     INF,
     JSON_SCALARS,
     NAN,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from assay.errors import ExpressionSyntaxError
-from assay.expr.strings import JS_WHITESPACE, canonical
+from assay.json.strings import JS_WHITESPACE, canonical
 
 # Longest first, so that ``!==`` is not read as ``!=`` then ``=``.
 _PUNCTUATORS: Final = sorted(

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from assay.errors import ExpressionEvaluationError
-from assay.expr.limits import Meter
 from assay.expr.operators import nullish_read
-from assay.expr.strings import JS_WHITESPACE, canonical, to_units
-from assay.expr.values import (
+from assay.json.meter import Meter
+from assay.json.strings import JS_WHITESPACE, canonical, to_units
+from assay.json.values import (
     JSON_SCALARS,
     UNDEFINED,
     join,

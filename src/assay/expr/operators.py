@@ -13,9 +13,9 @@ import math
 from typing import Any, Final
 
 from assay.errors import ExpressionEvaluationError
-from assay.expr.limits import Meter
-from assay.expr.strings import canonical, to_units, utf16_length
-from assay.expr.values import (
+from assay.json.meter import Meter
+from assay.json.strings import canonical, to_units, utf16_length
+from assay.json.values import (
     INF,
     JSON_SCALARS,
     NAN,

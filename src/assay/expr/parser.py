@@ -31,7 +31,7 @@ from assay.expr.syntax import (
     Unary,
     children,
 )
-from assay.expr.values import UNDEFINED
+from assay.json.values import UNDEFINED
 
 _BINARY_PRECEDENCE: Final = {
     "??": 1,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from assay.expr.values import UNDEFINED
+from assay.json.values import UNDEFINED
 
 
 def name(identifier: str) -> ast.Name:

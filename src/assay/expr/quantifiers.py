@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar
 
-from assay.expr.filter_operators import json_equal
-from assay.expr.path import MISSING, read_path
+from assay.json.equality import json_equal
+from assay.json.path import MISSING, read_path
 
 QUANTIFIERS: Final = frozenset({"all", "any"})
 """The operators whose operand is a mapping of conditions on each element."""

@@ -17,7 +17,6 @@ from assay.errors import ExpressionError
 from assay.expr.functions import GLOBAL_FUNCTIONS, GLOBAL_NAMESPACES
 from assay.expr.methods import CALLBACK_METHODS
 from assay.expr.operators import get_path, member_key
-from assay.expr.path import format_path
 from assay.expr.syntax import (
     Arrow,
     Binary,
@@ -29,6 +28,7 @@ from assay.expr.syntax import (
     Node,
     children,
 )
+from assay.json.path import format_path
 
 MAX_FILLED: Final = 10_000
 """The most paths one template is filled into; past it, the object is read whole."""

@@ -8,9 +8,10 @@ from typing import Any, Final
 from assay.errors import ExpressionEvaluationError
 from assay.expr import operators
 from assay.expr.functions import GLOBAL_FUNCTIONS
-from assay.expr.limits import Limits, Meter, MeterNeededError, steps_exceeded
+from assay.expr.limits import Limits
 from assay.expr.methods import call_method, not_a_function
-from assay.expr.values import UNDEFINED, loose_equal, strict_equal, to_boolean, type_of
+from assay.json.meter import Meter, MeterNeededError, steps_exceeded
+from assay.json.values import UNDEFINED, loose_equal, strict_equal, to_boolean, type_of
 
 SAFE_BUILTINS: Final = {"type": type, "len": len, "enumerate": enumerate}
 

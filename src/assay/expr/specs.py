@@ -24,8 +24,8 @@ from assay.expr.filter_operators import (
     json_value,
 )
 from assay.expr.operators import member_key
-from assay.expr.path import json_type_name, parse_path
 from assay.expr.quantifiers import MAX_QUANTIFIER_DEPTH, QUANTIFIERS
+from assay.json.path import json_type_name, parse_path
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")

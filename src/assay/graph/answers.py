@@ -9,12 +9,12 @@ from typing import Any, Final
 
 from pydantic import TypeAdapter
 
-from assay.expr.path import parse_path
 from assay.expr.predicate import ConditionEvidence, Predicate
 from assay.graph.binding import AllOf, related
 from assay.graph.claims import Claim
 from assay.graph.result import ALREADY_TRUE_WHY, Answer, CurrentCheck, EffectStatus, FireResult
 from assay.graph.transition import Phase, Transition
+from assay.json.path import parse_path
 from assay.state.snapshot import FieldChange, Snapshot
 from assay.verify.outcome import VerificationOutcome
 

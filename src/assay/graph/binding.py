@@ -14,9 +14,9 @@ from typing import Any
 
 from assay.expr import Expression
 from assay.expr.contract import Contract
-from assay.expr.path import format_path, json_type_name, parse_path
 from assay.expr.predicate import Check, Predicate, require_state
 from assay.expr.specs import PLACEHOLDER, placeholder_text
+from assay.json.path import format_path, json_type_name, parse_path
 
 
 class ArgsPredicate:

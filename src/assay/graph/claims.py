@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from assay.expr.path import MISSING
 from assay.graph.binding import related
 from assay.graph.transition import Transition
+from assay.json.path import MISSING
 from assay.state.canonical import Path, same_value
 from assay.state.snapshot import FieldChange
 

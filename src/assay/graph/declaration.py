@@ -20,8 +20,8 @@ from jsonschema.exceptions import SchemaError, best_match
 from assay.errors import ContractError, ExpressionSyntaxError, GraphError
 from assay.expr import Expression, compile_expression
 from assay.expr.contract import Contract, compile_contract
-from assay.expr.path import parse_path
 from assay.expr.specs import PLACEHOLDER
+from assay.json.path import parse_path
 from assay.state.canonical import HALF_SURROGATE_PAIR, holds_half_surrogate_pair
 
 _NAME: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*\Z")

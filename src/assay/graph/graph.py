@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from assay.errors import GraphError
-from assay.expr.path import format_path, parse_path
 from assay.expr.specs import PLACEHOLDER
 from assay.graph.declaration import ActionSpec, check_name, parse_action
+from assay.json.path import format_path, parse_path
 
 if TYPE_CHECKING:
     from assay.graph.session import Session

@@ -38,7 +38,6 @@ from assay.errors import (
 )
 from assay.expr import compile_expression
 from assay.expr.contract import Contract, compile_contract
-from assay.expr.path import parse_path
 from assay.expr.predicate import Predicate
 from assay.graph.answers import answer, fire_result, not_credited, waiting_on
 from assay.graph.binding import AllOf, ArgsPredicate, covers, fill, related
@@ -53,6 +52,7 @@ from assay.graph.evidence import EvidenceLog, fire_body, refusal_body, settlemen
 from assay.graph.journey import Journey
 from assay.graph.result import Answer, FireResult, RefusalFigures
 from assay.graph.transition import Phase, Transition
+from assay.json.path import parse_path
 from assay.redaction import Redaction
 from assay.state.canonical import (
     HALF_SURROGATE_PAIR,

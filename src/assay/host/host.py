@@ -37,7 +37,6 @@ from assay.errors import (
 )
 from assay.expr import compile_expression
 from assay.expr.contract import compile_contract
-from assay.expr.path import parse_path, read_path
 from assay.expr.predicate import Predicate
 from assay.graph import answers
 from assay.graph.answers import answer_from_evidence, queued_before, waiting_on
@@ -61,6 +60,7 @@ from assay.host.wire import (
     TransitionAnswer,
     VerifyRequest,
 )
+from assay.json.path import parse_path, read_path
 from assay.ledger.entry import Entry
 from assay.ledger.ledger import Ledger
 from assay.redaction import REDACTED, Redaction

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from assay.clock import Clock, SystemClock
 from assay.errors import LedgerEntryError, LedgerIntegrityError
-from assay.expr.path import json_type_name
+from assay.json.path import json_type_name
 from assay.ledger import _canonical, _seal
 from assay.ledger.canonical import canonical_copy, canonical_json, loads
 from assay.ledger.merkle import leaf_hash

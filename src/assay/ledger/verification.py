@@ -28,7 +28,7 @@ import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from assay.errors import CheckpointError, LedgerIntegrityError
-from assay.expr.path import json_type_name
+from assay.json.path import json_type_name
 from assay.ledger.backend import BATCH, LedgerBackend, StoredCheckpoint, StoredRow
 from assay.ledger.checkpoint import Checkpoint, key_id, load_public_key, verify_checkpoint
 from assay.ledger.entry import (

@@ -26,7 +26,7 @@ from mcp.server import ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from pydantic import ValidationError
 
-from assay.expr.path import json_type_name
+from assay.json.path import json_type_name
 from assay.redaction import Redaction
 from assay.state import json_text
 from assay.state.canonical import (

@@ -26,6 +26,7 @@ from assay.defaults import (
 )
 from assay.defaults import DEFAULT_LEDGER_URL as DEFAULT_URL
 from assay.errors import ContractError, RequestError, WrongTypeError
+from assay.json.path import parse_path
 from assay.server.tokens import TOKEN_FORM, Token, check_distinct, parse_scopes
 
 DEFAULT_HOST: Final = "127.0.0.1"
@@ -122,14 +123,14 @@ class ServerConfig:
                 field="log_level",
             )
         check_distinct(self.tokens)
-        from assay.graph.session import resolve_thresholds  # here: as parse_path below
+        from assay.graph.session import (
+            resolve_thresholds,  # here: the CLI's parser loads no compiler
+        )
 
         try:
             resolve_thresholds(dict(self.thresholds))
         except WrongTypeError as error:
             raise RequestError(str(error), field="thresholds") from None
-        from assay.expr.path import parse_path  # here: the CLI's parser loads no compiler
-
         for pattern in self.redact:
             try:
                 parse_path(pattern)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Final, overload
 
 from assay.errors import AssayError, ContractError, StateError
-from assay.expr.path import format_path, parse_path
+from assay.json.path import format_path, parse_path
 from assay.redaction import Redaction
 
 _STORABLE: Final = "send a value that is JSON and can be stored as given"

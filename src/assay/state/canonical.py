@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from assay.errors import HALF_PAIR, ContractError, StateError
-from assay.expr.filter_operators import json_equal
-from assay.expr.path import MISSING, format_path, parse_path
+from assay.json.equality import json_equal
+from assay.json.path import MISSING, format_path, parse_path
 
 Path = tuple[str, ...]
 """A path into the substrate as its segments, ``("inbox", "sent_count")``."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay.expr.path import read_path
+from assay.json.path import read_path
 
 _STALE_AFTER_INTERVALS = 3.0
 

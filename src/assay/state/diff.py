@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from assay.expr.path import MISSING
-from assay.expr.strings import utf16_length
-from assay.expr.values import array_index
+from assay.json.path import MISSING
+from assay.json.strings import utf16_length
+from assay.json.values import array_index
 from assay.state.canonical import Path, same_value
 
 Change = tuple[Path, Any, Any]

@@ -19,7 +19,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import WrongTypeError
-from assay.expr.path import MISSING, format_path, parse_path
+from assay.json.path import MISSING, format_path, parse_path
 from assay.state.canonical import Path
 
 if TYPE_CHECKING:

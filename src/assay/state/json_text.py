@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from assay.errors import AssayError
-from assay.expr.path import format_path
+from assay.json.path import format_path
 from assay.state.canonical import MAX_DEPTH, RepeatedKeyError, unique_keys
 
 DEFAULT_DIGITS_LIMIT: Final = 4300

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.expr.path import MISSING
+from assay.json.path import MISSING
 from assay.state.canonical import Path, canonical_value
 from assay.state.diff import Change, added, diff_values, removed
 

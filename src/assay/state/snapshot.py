@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Literal
 
-from assay.expr.path import MISSING, format_path, parse_path, read_path
+from assay.json.path import MISSING, format_path, parse_path, read_path
 from assay.state.canonical import Path, same_value
 from assay.state.diff import Change, diff_objects, follow
 

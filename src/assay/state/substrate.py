@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.clock import SYSTEM_CLOCK, Clock
-from assay.expr.path import format_path, parse_path
+from assay.json.path import format_path, parse_path
 from assay.redaction import REDACTED, Redaction
 from assay.state.canonical import expand_report
 from assay.state.confidence import Confidence, assess

@@ -24,8 +24,8 @@ from typing import Any
 from assay.clock import SYSTEM_CLOCK, Clock
 from assay.defaults import DEFAULT_TIMEOUT_MS
 from assay.expr.contract import Contract
-from assay.expr.path import parse_path
 from assay.expr.predicate import Check, Predicate
+from assay.json.path import parse_path
 from assay.redaction import ELLIPSIS, REDACTED, SUMMARY_LIMIT, Redaction
 from assay.state.index import Subscription
 from assay.state.snapshot import FieldChange, Snapshot

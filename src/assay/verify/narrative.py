@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from assay.expr.filter_operators import json_equal
 from assay.expr.functions import GLOBAL_VALUES
 from assay.expr.mismatch import describe_mismatch
-from assay.expr.path import MISSING, PathRead, parse_path, read_path
 from assay.expr.predicate import Check, ConditionEvidence
+from assay.json.equality import json_equal
+from assay.json.path import MISSING, PathRead, parse_path, read_path
 from assay.redaction import REDACTED, Redaction
 from assay.state.snapshot import FieldChange
 

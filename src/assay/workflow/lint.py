@@ -26,8 +26,8 @@ from itertools import pairwise
 from typing import Any, Final
 
 from assay.errors import ContractError, WorkflowLintError
-from assay.expr.path import parse_path
 from assay.graph import Reversibility
+from assay.json.path import parse_path
 from assay.workflow.budget import oversize, step_budget
 from assay.workflow.definition import Step, Workflow
 from assay.workflow.verifier import describe

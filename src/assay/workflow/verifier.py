@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from assay.errors import ContractError
 from assay.expr import Check
 from assay.expr.mismatch import describe_mismatch
-from assay.expr.path import MISSING, parse_path, read_path
 from assay.expr.predicate import ConditionEvidence
+from assay.json.path import MISSING, parse_path, read_path
 from assay.redaction import REDACTED, Redaction
 from assay.workflow.criterion import Criterion
 from assay.workflow.verdict import CriterionResult, Verdict

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from assay.errors import ProbeError
-from assay.expr.path import parse_path
+from assay.json.path import parse_path
 from assay.state.probes.probe import (
     DEFAULT_INTERVAL,
     DEFAULT_TIMEOUT,

@@ -20,7 +20,7 @@ import httpx
 
 from assay.defaults import HTTP_READ_TIMEOUT
 from assay.errors import ContractError, ProbeConfigError, ProbeError
-from assay.expr.path import format_path, json_type_name, parse_path
+from assay.json.path import format_path, json_type_name, parse_path
 from assay.state.canonical import RepeatedKeyError, unique_keys
 from assay.state.probes.pointer import JsonPointer
 from assay.state.probes.probe import (

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from assay.errors import ContractError, ProbeConfigError, ProbeError
-from assay.expr.path import format_path
+from assay.json.path import format_path
 from assay.state.probes.probe import DEFAULT_INTERVAL, check_interval, check_keys, display_url
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from assay.errors import ProbeConfigError
-from assay.expr.path import json_type_name
+from assay.json.path import json_type_name
 
 _INDEX = re.compile(r"0|[1-9][0-9]*")
 _BAD_ESCAPE = re.compile(r"~(?![01])")

@@ -25,7 +25,7 @@ from typing import Any, TypeAlias
 
 from assay.clock import SYSTEM_CLOCK, Clock
 from assay.errors import ContractError, NotFoundError, ProbeConfigError, ProbeError
-from assay.expr.path import format_path, parse_path
+from assay.json.path import format_path, parse_path
 from assay.state.health import DEFAULT_WINDOW, HealthWindow, ProbeHealth
 from assay.state.probes.probe import (
     ClosableProbe,

@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from assay.errors import ProbeConfigError
-from assay.expr.path import parse_path
+from assay.json.path import parse_path
 
 _PASSWORD = re.compile(r"//([^/@:]*):[^/]*@")
 

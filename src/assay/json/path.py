@@ -16,8 +16,8 @@ from functools import lru_cache
 from typing import Any, Final, Literal, NamedTuple
 
 from assay.errors import ContractError
-from assay.expr.strings import utf16_length
-from assay.expr.values import array_index
+from assay.json.strings import utf16_length
+from assay.json.values import array_index
 
 
 class _Missing(enum.Enum):

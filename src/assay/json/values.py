@@ -13,8 +13,8 @@ import re
 from typing import Any, Final, final
 
 from assay.errors import ExpressionEvaluationError, ExpressionLimitError
-from assay.expr.limits import Meter, MeterNeededError, steps_exceeded
-from assay.expr.strings import JS_WHITESPACE, canonical, utf16_less
+from assay.json.meter import Meter, MeterNeededError, steps_exceeded
+from assay.json.strings import JS_WHITESPACE, canonical, utf16_less
 
 __all__ = [
     "UNDEFINED",
