@@ -28,6 +28,7 @@ lint: setup
 	.venv/bin/ruff check src tests bench
 	.venv/bin/ruff format --check src tests bench
 	.venv/bin/mypy
+	.venv/bin/lint-imports --no-cache
 
 test: lint postgres browser model-server
 	.venv/bin/pytest

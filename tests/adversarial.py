@@ -11,16 +11,16 @@ from typing import Any
 
 from assay import (
     ExpressionLimitError,
+    ExpressionLimits,
     ExpressionSyntaxError,
-    Limits,
 )
 
-BIG_SOURCE = Limits(max_source_length=2_000_000)
+BIG_SOURCE = ExpressionLimits(max_source_length=2_000_000)
 HUNDRED = list(range(100))
 HALF_MEGABYTE = "x" * 500_000
 
 # (name, source, state, limits, expected error or None)
-Case = tuple[str, str, dict[str, Any], Limits | None, type[Exception] | None]
+Case = tuple[str, str, dict[str, Any], ExpressionLimits | None, type[Exception] | None]
 
 CASES: list[Case] = [
     ("100k-deep parentheses", "(" * 100_000 + "a" + ")" * 100_000, {}, None, ExpressionSyntaxError),

@@ -14,7 +14,13 @@ from typing import Any
 import pytest
 
 from adversarial import CASES, Case
-from assay import UNDEFINED, ExpressionError, ExpressionLimitError, Limits, compile_expression
+from assay import (
+    UNDEFINED,
+    ExpressionError,
+    ExpressionLimitError,
+    ExpressionLimits,
+    compile_expression,
+)
 
 JSON_TYPES = (dict, list, str, int, float, bool, type(None))
 
@@ -205,7 +211,7 @@ def test_converting_a_shared_array_to_a_string_stops_at_the_string_limit(source:
 )
 def test_every_conversion_obeys_a_configured_string_limit(source: str) -> None:
     state = {"a": list(range(100)), "o": {}}  # 289 characters as a string
-    limits = Limits(max_string_length=200)
+    limits = ExpressionLimits(max_string_length=200)
     with pytest.raises(ExpressionLimitError) as caught:
         compile_expression(source, limits=limits).evaluate(state)
     assert (caught.value.limit, caught.value.bound) == ("max_string_length", 200)
@@ -217,7 +223,7 @@ def test_converting_arrays_counts_the_elements_visited() -> None:
     state = {"a": [[[]] for _ in range(600)]}
     source = "a.join('') == ''"
     with pytest.raises(ExpressionLimitError, match="or visit more than as many elements"):
-        compile_expression(source, limits=Limits(max_string_length=1_000)).evaluate(state)
+        compile_expression(source, limits=ExpressionLimits(max_string_length=1_000)).evaluate(state)
     assert compile_expression(source).evaluate(state) is True
 
 
@@ -288,7 +294,7 @@ def test_conversions_and_callbacks_spend_one_budget() -> None:
     # The callback costs 3 steps per element (x >= 0), the conversion 8,000 elements plus
     # 7,999 commas by 16: each fits in 10,000 steps, the two together do not.
     state = {"a": list(range(1_000)), "b": [None] * 8_000}
-    limits = Limits(max_steps=10_000)
+    limits = ExpressionLimits(max_steps=10_000)
     callbacks = "a.filter(x => x >= 0).length"
     conversion = "String(b).length"
     assert compile_expression(callbacks, limits=limits).evaluate(state) == 1_000
@@ -302,7 +308,7 @@ def test_conversions_and_callbacks_spend_one_budget() -> None:
 def test_a_conversion_stops_before_it_walks_more_elements_than_steps_are_left() -> None:
     state = {"b": [None] * 2_000}
     with pytest.raises(ExpressionLimitError) as caught:
-        compile_expression("String(b)", limits=Limits(max_steps=1_000)).evaluate(state)
+        compile_expression("String(b)", limits=ExpressionLimits(max_steps=1_000)).evaluate(state)
     assert str(caught.value) == (
         "evaluation exceeded 1000 steps (max_steps); array callbacks, the strings and arrays "
         "they scan, and every array converted to a string count toward it"
@@ -363,7 +369,7 @@ def test_an_array_or_object_is_looked_for_by_identity_never_by_its_contents() ->
 )
 def test_a_case_change_that_grows_a_string_obeys_the_string_limit(source: str, length: int) -> None:
     state = {"s": "ß" * 6, "t": "ΐ" * 6, "u": "İ" * 6}
-    limits = Limits(max_string_length=10)
+    limits = ExpressionLimits(max_string_length=10)
     with pytest.raises(ExpressionLimitError) as caught:
         compile_expression(source, limits=limits).evaluate(state)
     assert (caught.value.limit, caught.value.bound) == ("max_string_length", 10)

@@ -16,8 +16,8 @@ import anyio
 import pytest
 from mcp import Client
 
+from assay.cli import already_true
 from assay.errors import WrongTypeError
-from assay.examples import already_true
 from assay.examples.outpost import APPLICATION as OUTPOST
 from assay.host import Host
 from assay.host.wire import MAX_WAIT_MS, ActionResponse, ReportRequest, TransitionAnswer

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import types
+from typing import get_type_hints
 
 import assay
 
 PUBLIC = {
+    "Answer",
     "AssayError",
     "Check",
     "ConditionEvidence",
@@ -18,19 +20,24 @@ PUBLIC = {
     "ExpressionError",
     "ExpressionEvaluationError",
     "ExpressionLimitError",
+    "ExpressionLimits",
     "ExpressionSyntaxError",
-    "Limits",
+    "FireResult",
+    "Host",
+    "Ledger",
     "Predicate",
     "Redaction",
     "RunError",
     "RunNotFoundError",
     "RunRecord",
     "RunStatus",
+    "Session",
     "StepContext",
     "StepResult",
     "UNDEFINED",
     "Undefined",
     "Verdict",
+    "VerificationOutcome",
     "Workflow",
     "WorkflowError",
     "WorkflowLintError",
@@ -53,6 +60,19 @@ def test_public_names_are_exactly_these() -> None:
         and name not in ("TYPE_CHECKING", "Any")
     }
     assert exported == PUBLIC
+
+
+def test_the_core_and_its_answers_are_the_ones_it_returns() -> None:
+    from assay.graph import Answer, FireResult, Session
+    from assay.host import Host
+    from assay.ledger import Ledger
+    from assay.verify.outcome import VerificationOutcome
+
+    assert (assay.Session, assay.Host, assay.Ledger) == (Session, Host, Ledger)
+    assert (assay.FireResult, assay.Answer) == (FireResult, Answer)
+    assert assay.VerificationOutcome is VerificationOutcome
+    assert get_type_hints(Session.fire)["return"] is FireResult
+    assert get_type_hints(Session.did_it_work)["return"] is Answer
 
 
 def test_exception_tree() -> None:

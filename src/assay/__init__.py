@@ -20,13 +20,19 @@ if TYPE_CHECKING:
     from assay.expr import Contract as Contract
     from assay.expr import ElementEvidence as ElementEvidence
     from assay.expr import Expression as Expression
-    from assay.expr import Limits as Limits
+    from assay.expr import ExpressionLimits as ExpressionLimits
     from assay.expr import Predicate as Predicate
     from assay.expr import compile_contract as compile_contract
     from assay.expr import compile_expression as compile_expression
+    from assay.graph import Answer as Answer
+    from assay.graph import FireResult as FireResult
+    from assay.graph import Session as Session
+    from assay.host import Host as Host
     from assay.json.values import UNDEFINED as UNDEFINED
     from assay.json.values import Undefined as Undefined
+    from assay.ledger import Ledger as Ledger
     from assay.redaction import Redaction as Redaction
+    from assay.verify.outcome import VerificationOutcome as VerificationOutcome
     from assay.workflow import CriterionResult as CriterionResult
     from assay.workflow import RunRecord as RunRecord
     from assay.workflow import RunStatus as RunStatus
@@ -39,8 +45,9 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-# The expression compiler, the value layer, redaction and the workflow layer load on first
-# use, so that `import assay` (and with it the CLI's `--help`) stays quick.
+# The expression compiler, the value layer, redaction, sessions, the host, the ledger and the
+# workflow layer load on first use, so that `import assay` (and with it the CLI's `--help`)
+# stays quick.
 _LAZY = {
     **{
         name: "assay.expr"
@@ -50,12 +57,16 @@ _LAZY = {
             "Contract",
             "ElementEvidence",
             "Expression",
-            "Limits",
+            "ExpressionLimits",
             "Predicate",
             "compile_contract",
             "compile_expression",
         )
     },
+    **{name: "assay.graph" for name in ("Answer", "FireResult", "Session")},
+    "Host": "assay.host",
+    "Ledger": "assay.ledger",
+    "VerificationOutcome": "assay.verify.outcome",
     "UNDEFINED": "assay.json.values",
     "Undefined": "assay.json.values",
     "Redaction": "assay.redaction",
@@ -77,6 +88,7 @@ _LAZY = {
 
 __all__ = [
     "UNDEFINED",
+    "Answer",
     "AssayError",
     "Check",
     "ConditionEvidence",
@@ -88,18 +100,23 @@ __all__ = [
     "ExpressionError",
     "ExpressionEvaluationError",
     "ExpressionLimitError",
+    "ExpressionLimits",
     "ExpressionSyntaxError",
-    "Limits",
+    "FireResult",
+    "Host",
+    "Ledger",
     "Predicate",
     "Redaction",
     "RunError",
     "RunNotFoundError",
     "RunRecord",
     "RunStatus",
+    "Session",
     "StepContext",
     "StepResult",
     "Undefined",
     "Verdict",
+    "VerificationOutcome",
     "Workflow",
     "WorkflowError",
     "WorkflowLintError",

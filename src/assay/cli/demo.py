@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from assay.examples.demo import run_demo
+    from assay.cli.tour import run_demo
     from assay.ledger import open_ledger
 
     class _Console(Console):

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def _already_true(ledger: Ledger) -> int:
-    from assay.examples import already_true  # the MCP SDK loads only when it runs
+    from assay.cli import already_true  # the MCP SDK loads only when it runs
 
     return already_true.main(ledger)
 

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from assay.cli.arguments import whole_number
 from assay.cli.ledger_location import memory_refusal, sqlite_path_problem
-from assay.cli.output import answer
 from assay.cli.progress import TerminalProgress
 from assay.defaults import DEFAULT_LEDGER_URL as DEFAULT_URL
 from assay.errors import (
@@ -32,6 +31,7 @@ from assay.errors import (
     ProofError,
     SigningKeyError,
 )
+from assay.output import answer
 
 if TYPE_CHECKING:  # the ledger (and cryptography) load only when a command runs
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey

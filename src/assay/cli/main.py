@@ -21,7 +21,7 @@ from typing import TextIO, cast
 from assay import __version__
 from assay.cli import demo, example, ledger, mcp, serve, verify, workflow
 from assay.cli.arguments import refuse_undecodable
-from assay.cli.output import OutputError, WatchedOutput, discard_stdout
+from assay.output import OutputError, WatchedOutput, discard_stdout
 
 EXIT_CODES = """exit codes:
   0  success (verify: the expression held)

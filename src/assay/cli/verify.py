@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from assay.cli.arguments import whole_number
 from assay.cli.ledger_location import sqlite_path_problem
-from assay.cli.output import answer
 from assay.defaults import DEFAULT_POLL_INTERVAL_MS, DEFAULT_TIMEOUT_MS, HTTP_READ_TIMEOUT
 from assay.errors import AssayError, ContractError, ExpressionSyntaxError, ProbeConfigError
+from assay.output import answer
 
 if TYPE_CHECKING:
     from assay.expr.predicate import Predicate

@@ -1,1 +1,2 @@
-"""Runnable examples, printed by ``assay example NAME``; each drives the real library."""
+"""Example applications: the outpost (``assay.examples.outpost``), hosted when no ``--app`` is
+given."""

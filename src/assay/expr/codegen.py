@@ -23,7 +23,7 @@ from typing import Any
 from assay.expr import pyast as py
 from assay.expr.chains import ChainCompiler
 from assay.expr.emitter import Value
-from assay.expr.limits import Limits
+from assay.expr.limits import ExpressionLimits
 from assay.expr.runtime import namespace
 from assay.expr.syntax import (
     ArrayLiteral,
@@ -339,7 +339,7 @@ class _MeteredCode:
 
     __slots__ = ("functions", "limits", "root", "source")
 
-    def __init__(self, source: str, limits: Limits, root: Node) -> None:
+    def __init__(self, source: str, limits: ExpressionLimits, root: Node) -> None:
         self.source = source
         self.limits = limits
         self.root = root

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from assay.errors import ExpressionSyntaxError
 from assay.expr import pyast as py
-from assay.expr.limits import Limits
+from assay.expr.limits import ExpressionLimits
 from assay.expr.syntax import Node
 
 
@@ -29,7 +29,7 @@ class Value:
 class Emitter:
     """The mechanics of A-normal-form generation: blocks, fresh names, budgets, scopes."""
 
-    def __init__(self, source: str, limits: Limits, *, metered: bool = False) -> None:
+    def __init__(self, source: str, limits: ExpressionLimits, *, metered: bool = False) -> None:
         self.source = source
         self.limits = limits
         # Whether this is the metered code: its meter (``_m``) holds the step budget. The

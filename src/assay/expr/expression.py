@@ -8,7 +8,7 @@ from typing import Any
 
 from assay.errors import ExpressionError, ExpressionSyntaxError, WrongTypeError
 from assay.expr.codegen import CodeGenerator
-from assay.expr.limits import Limits
+from assay.expr.limits import ExpressionLimits
 from assay.expr.parser import parse
 from assay.expr.predicate import Check, require_state
 from assay.expr.reads import ArgumentSegment, filled, state_paths, until_argument
@@ -27,12 +27,12 @@ class Expression:
     __slots__ = ("_keys", "_plain", "_templates", "evaluate", "limits", "source", "test")
 
     source: str
-    limits: Limits
+    limits: ExpressionLimits
     evaluate: Callable[[Mapping[str, Any]], Any]
     test: Callable[[Mapping[str, Any]], bool]
 
-    def __init__(self, source: str, limits: Limits | None = None) -> None:
-        limits = limits or Limits()
+    def __init__(self, source: str, limits: ExpressionLimits | None = None) -> None:
+        limits = limits or ExpressionLimits()
         if len(source) > limits.max_source_length:
             raise ExpressionSyntaxError(
                 f"the expression is {len(source)} characters long; the limit is "
@@ -93,14 +93,14 @@ class Expression:
 
 
 @functools.lru_cache(maxsize=2048)
-def _compile_cached(source: str, limits: Limits) -> Expression:
+def _compile_cached(source: str, limits: ExpressionLimits) -> Expression:
     return Expression(source, limits)
 
 
-def compile_expression(source: str, *, limits: Limits | None = None) -> Expression:
+def compile_expression(source: str, *, limits: ExpressionLimits | None = None) -> Expression:
     """Compile ``source`` once; raises ``ExpressionSyntaxError`` with position and caret."""
     if not isinstance(source, str):
         raise WrongTypeError(
             f"an expression must be a str, not {type(source).__name__}", parameter="source"
         )
-    return _compile_cached(source, limits or Limits())
+    return _compile_cached(source, limits or ExpressionLimits())

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
-class Limits:
+class ExpressionLimits:
     """Bounds on an expression; every one has a clear error naming it when exceeded."""
 
     max_source_length: int = 10_000

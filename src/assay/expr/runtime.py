@@ -8,7 +8,7 @@ from typing import Any, Final
 from assay.errors import ExpressionEvaluationError
 from assay.expr import operators
 from assay.expr.functions import GLOBAL_FUNCTIONS
-from assay.expr.limits import Limits
+from assay.expr.limits import ExpressionLimits
 from assay.expr.methods import call_method, not_a_function
 from assay.json.meter import Meter, MeterNeededError, steps_exceeded
 from assay.json.values import UNDEFINED, loose_equal, strict_equal, to_boolean, type_of
@@ -70,7 +70,7 @@ _HELPERS: Final[dict[str, Any]] = {
 }
 
 
-def namespace(limits: Limits) -> dict[str, Any]:
+def namespace(limits: ExpressionLimits) -> dict[str, Any]:
     """A fresh globals dictionary for one compiled expression."""
     scope: dict[str, Any] = dict(_HELPERS)
     scope["__builtins__"] = SAFE_BUILTINS

@@ -76,7 +76,7 @@ that there never was one."""
 SWEEP_EVERY_S = 60.0
 """The longest the host waits between looks for idle sessions."""
 
-Progress = Callable[[float, float, str], Awaitable[None]]
+WaitProgress = Callable[[float, float, str], Awaitable[None]]
 """Called while a wait goes on: (elapsed ms, ceiling ms, what it waits on)."""
 
 
@@ -389,7 +389,7 @@ class Host:
         *,
         idempotency_key: str | None = None,
         scope: str = "",
-        progress: Progress | None = None,
+        progress: WaitProgress | None = None,
     ) -> ActionResponse:
         """Fire, wait up to ``request.wait_ms`` for settlement, answer once it is durable.
 
@@ -407,7 +407,7 @@ class Host:
             scope, idempotency_key, request, lambda: self._fire(request, None)
         )
 
-    async def _fire(self, request: ActionRequest, progress: Progress | None) -> ActionResponse:
+    async def _fire(self, request: ActionRequest, progress: WaitProgress | None) -> ActionResponse:
         session = self.session(request.session)
         try:
             fired = await session.afire(
@@ -435,7 +435,7 @@ class Host:
         session_id: str | None,
         transition_id: str,
         wait_ms: int,
-        progress: Progress | None = None,
+        progress: WaitProgress | None = None,
     ) -> TransitionAnswer:
         """did_it_work, after waiting up to ``wait_ms`` for the transition to settle; for a
         session this host does not hold, read from the ledger at once (nothing here can
@@ -456,7 +456,7 @@ class Host:
         return self.did_it_work(session_id, transition_id)
 
     async def _wait(
-        self, session: Session, transition_id: str, wait_ms: int, progress: Progress | None
+        self, session: Session, transition_id: str, wait_ms: int, progress: WaitProgress | None
     ) -> FireResult:
         ceiling = wait_ms / 1000
         started = self.clock.monotonic()
@@ -599,7 +599,7 @@ class Host:
         )
 
     async def verify(
-        self, request: VerifyRequest, *, progress: Progress | None = None
+        self, request: VerifyRequest, *, progress: WaitProgress | None = None
     ) -> VerificationOutcome:
         """Check a contract against the state until it holds or the timeout passes; the
         answer is recorded as a verdict before it is returned. ``progress`` is told, about
@@ -633,7 +633,7 @@ class Host:
         return outcome
 
     async def _with_progress(
-        self, work: Awaitable[VerificationOutcome], progress: Progress, total_ms: int, what: str
+        self, work: Awaitable[VerificationOutcome], progress: WaitProgress, total_ms: int, what: str
     ) -> VerificationOutcome:
         """Await ``work``, telling ``progress`` about every ``PROGRESS_EVERY_S`` that it still
         waits on ``what``; cancelling this cancels ``work``."""

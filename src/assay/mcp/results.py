@@ -12,7 +12,7 @@ from typing import Final
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel
 
-from assay.server.excerpt import EXCERPT_CHARACTERS, excerpt, excerpted
+from assay.host.excerpt import EXCERPT_CHARACTERS, excerpt, excerpted
 
 TEXT_CHARACTERS: Final = 4 * EXCERPT_CHARACTERS
 """The most characters an error's text quotes: an excerpt of what was refused, and room for

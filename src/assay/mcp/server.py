@@ -22,10 +22,10 @@ from assay import __version__
 from assay.graph.declaration import Reversibility
 from assay.graph.graph import NavigationGraph
 from assay.host import Host
+from assay.host.excerpt import excerpt
 from assay.mcp.messages import ParamsRefusal
 from assay.mcp.results import TEXT_CHARACTERS
 from assay.mcp.tools import AssayTools
-from assay.server.excerpt import excerpt
 
 INSTRUCTIONS = (
     "assay fires actions on {app} and answers with evidence of what actually changed. "

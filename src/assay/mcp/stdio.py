@@ -41,8 +41,8 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from mcp.server import MCPServer
 from mcp.shared.message import SessionMessage
 
-from assay.cli.output import OutputError, standard_output_name
 from assay.mcp.messages import Refusal, read_message
+from assay.output import OutputError, standard_output_name
 
 _CHUNK = 1 << 16
 DRAIN_AT_EOF_S = 120.0

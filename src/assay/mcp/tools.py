@@ -25,6 +25,7 @@ from assay.errors import (
     WrongTypeError,
 )
 from assay.host import Host
+from assay.host.excerpt import excerpt
 from assay.host.wire import (
     MAX_EXTRA_EXPRESSION,
     ActionList,
@@ -33,9 +34,8 @@ from assay.host.wire import (
     TransitionAnswer,
     VerifyRequest,
 )
+from assay.host.withheld import withhold
 from assay.mcp.results import answer, problem
-from assay.server.excerpt import excerpt
-from assay.server.withheld import withhold
 from assay.state.substrate import SubstrateState
 from assay.verify.outcome import VerificationOutcome
 

@@ -38,10 +38,10 @@ from assay.errors import (
     WorkflowError,
     WorkflowUnavailableError,
 )
+from assay.host.excerpt import EXCERPT_CHARACTERS, excerpt, excerpted
 from assay.host.wire import ActionResponse, Problem
+from assay.host.withheld import too_long, withhold
 from assay.redaction import Redaction
-from assay.server.excerpt import EXCERPT_CHARACTERS, excerpt, excerpted
-from assay.server.withheld import too_long, withhold
 from assay.state.canonical import HALF_SURROGATE_PAIR
 from assay.verify.outcome import VerificationOutcome
 

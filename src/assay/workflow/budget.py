@@ -1,6 +1,6 @@
 """Budgets: bounds that nest workflow ⊃ step ⊃ attempt ⊃ iteration, charged up the tree.
 
-Each scope has a ``Meter`` with its own ``Limits`` (iterations, wall seconds, tokens, cost)
+Each scope has a ``BudgetMeter`` with its own ``Limits`` (iterations, wall seconds, tokens, cost)
 and a parent; a charge lands on the meter and every ancestor. A bound is checked before each
 iteration starts, so no scope starts an iteration it has no room for; the iteration itself
 may overrun a token or cost bound by its own size, never more (nothing can stop a call from
@@ -112,7 +112,7 @@ class Exhaustion:
         return f"the {self.scope} budget's {self.bound} ran out ({used} of {limit}{note})"
 
 
-class Meter:
+class BudgetMeter:
     """Spending in one scope, with its limits; charges propagate to ``parent``.
 
     ``wall_note`` is said of the wall bound when it runs out (where it came from, when the
@@ -123,7 +123,7 @@ class Meter:
         scope: str,
         limits: Limits,
         clock: Clock,
-        parent: Meter | None = None,
+        parent: BudgetMeter | None = None,
         *,
         wall_note: str = "",
     ) -> None:
@@ -139,7 +139,7 @@ class Meter:
 
     def charge(self, *, iterations: int = 0, tokens: int = 0, cost: float = 0.0) -> None:
         """Add spending here and in every enclosing scope."""
-        meter: Meter | None = self
+        meter: BudgetMeter | None = self
         while meter is not None:
             meter.iterations += iterations
             meter.tokens = min(meter.tokens + tokens, MAX_TOKENS)
@@ -169,8 +169,8 @@ class Meter:
         The outermost one decides what can help: an attempt's exhaustion may be escalated,
         a step's or the workflow's only parked.
         """
-        chain: list[Meter] = []
-        meter: Meter | None = self
+        chain: list[BudgetMeter] = []
+        meter: BudgetMeter | None = self
         while meter is not None:
             chain.append(meter)
             meter = meter.parent
@@ -180,11 +180,11 @@ class Meter:
                 return found
         return None
 
-    def wall_left(self) -> tuple[float, Meter] | None:
+    def wall_left(self) -> tuple[float, BudgetMeter] | None:
         """The seconds left in the tightest wall bound, here or enclosing, and its scope;
         ``None`` when no scope has one."""
-        tightest: tuple[float, Meter] | None = None
-        meter: Meter | None = self
+        tightest: tuple[float, BudgetMeter] | None = None
+        meter: BudgetMeter | None = self
         while meter is not None:
             if meter.limits.wall_s is not None:
                 left = meter.limits.wall_s - meter.elapsed

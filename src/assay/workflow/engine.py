@@ -39,9 +39,9 @@ from assay.workflow.budget import (
     DEFAULT_OUTPUT_BYTES,
     MAX_TOKENS,
     Budget,
+    BudgetMeter,
     Exhaustion,
     Limits,
-    Meter,
     input_limit,
     oversize,
     step_budget,
@@ -220,7 +220,7 @@ class Engine:
         if limits.wall_s is None:
             limits = limits.model_copy(update={"wall_s": self.default_wall_s})
             note = "the default wall, as the workflow's budget sets no wall_s"
-        workflow_meter = Meter("workflow", limits, self.clock, wall_note=note)
+        workflow_meter = BudgetMeter("workflow", limits, self.clock, wall_note=note)
         committed = dict(record.committed)
         for step in self.workflow.steps:
             if step.id in committed:
@@ -238,12 +238,12 @@ class Engine:
         run_id: str,
         step: Step,
         context: dict[str, Any],
-        workflow_meter: Meter,
+        workflow_meter: BudgetMeter,
         human: dict[str, Any] | None,
     ) -> dict[str, Any] | None:
         """Run one step to a commit (its output) or a park (``None``)."""
         budget = step_budget(self.workflow.budget, step.budget)
-        step_meter = Meter(f"step {step.id}", _limits(budget), self.clock, workflow_meter)
+        step_meter = BudgetMeter(f"step {step.id}", _limits(budget), self.clock, workflow_meter)
         run = _StepRun(run_id, step, context, budget, human)
         result = await self._climb(run, step_meter)
         if isinstance(result, str):
@@ -252,7 +252,7 @@ class Engine:
             return None
         return result
 
-    async def _climb(self, run: _StepRun, step_meter: Meter) -> dict[str, Any] | str:
+    async def _climb(self, run: _StepRun, step_meter: BudgetMeter) -> dict[str, Any] | str:
         """Attempts up the escalation ladder: the committed output, or why to park."""
         budget, step = run.budget, run.step
         most = budget.attempts or math.inf
@@ -265,7 +265,7 @@ class Engine:
             if outer is not None:
                 return outer.reason
             attempt += 1
-            meter = Meter(f"attempt {attempt}", attempt_limits, self.clock, step_meter)
+            meter = BudgetMeter(f"attempt {attempt}", attempt_limits, self.clock, step_meter)
             result = await self._attempt(run, meter, rung, attempt)
             if isinstance(result, _Halt):
                 return result.reason
@@ -287,7 +287,7 @@ class Engine:
                 return f"{result.reason}; the escalation ladder calls a person"
 
     async def _attempt(
-        self, run: _StepRun, meter: Meter, rung: Rung, attempt: int
+        self, run: _StepRun, meter: BudgetMeter, rung: Rung, attempt: int
     ) -> dict[str, Any] | Exhaustion | _Halt:
         """Iterate until a verdict passes (the output), a bound runs out (which one) or a
         call is abandoned (why the run parks)."""
@@ -301,7 +301,7 @@ class Engine:
                 return exhausted
             iteration += 1
             limits = (run.budget.iteration or Limits()).model_copy(update={"iterations": None})
-            spend = Meter(f"iteration {iteration}", limits, self.clock, meter)
+            spend = BudgetMeter(f"iteration {iteration}", limits, self.clock, meter)
             spend.charge(iterations=1)
             ctx = StepContext(
                 run_id=run_id,
@@ -349,7 +349,7 @@ class Engine:
             critiques.append(verdict.critique)
 
     async def _produce(
-        self, run: _StepRun, ctx: StepContext, executor: Any, spend: Meter
+        self, run: _StepRun, ctx: StepContext, executor: Any, spend: BudgetMeter
     ) -> tuple[dict[str, Any] | None, Verdict | None]:
         """Plan, then execute; a failure of either is a failed verdict, never a crash, and
         so is an output over the step's ``output_bytes`` (then it is not returned at all).
@@ -392,7 +392,7 @@ class Engine:
         return (None, oversized) if oversized is not None else (output, None)
 
     async def _call(
-        self, who: _Caller, function: Callable[[Any], Any], argument: Any, spend: Meter
+        self, who: _Caller, function: Callable[[Any], Any], argument: Any, spend: BudgetMeter
     ) -> tuple[Any, Verdict | None]:
         """Call a planner, an executor or a verifier with ``argument``: its answer, or the
         failed verdict it comes to.
@@ -427,7 +427,7 @@ class Engine:
         return result, None
 
     async def _judge(
-        self, step: Step, context: Mapping[str, Any], output: Mapping[str, Any], spend: Meter
+        self, step: Step, context: Mapping[str, Any], output: Mapping[str, Any], spend: BudgetMeter
     ) -> Verdict:
         """The step's verdict on ``output``, within the wall bounds of ``spend``; a verifier
         that raises, or does not rule in time, fails it, never the run."""
@@ -597,7 +597,7 @@ def _in_thread(who: _Caller, function: Callable[[Any], Any]) -> bool:
     return who != "verifier" and not is_async(function)
 
 
-def _abandoned(who: _Caller, stuck: AbandonedError, spend: Meter) -> _AbandonedCallError:
+def _abandoned(who: _Caller, stuck: AbandonedError, spend: BudgetMeter) -> _AbandonedCallError:
     """The failed verdict and the park of a call that did not stop within its grace."""
     bound, grace = stuck.exhaustion.reason, f"{stuck.grace:g}"
     if stuck.in_thread:
@@ -609,7 +609,7 @@ def _abandoned(who: _Caller, stuck: AbandonedError, spend: Meter) -> _AbandonedC
         "nothing it returns later is judged or committed"
     )
     step = spend.scope
-    meter: Meter | None = spend
+    meter: BudgetMeter | None = spend
     while meter is not None:  # the step's scope names the step
         if meter.scope.startswith("step "):
             step = meter.scope.removeprefix("step ")

@@ -22,7 +22,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Final, TypeVar
 
 from assay.clock import Clock, Timer
-from assay.workflow.budget import Exhaustion, Meter
+from assay.workflow.budget import BudgetMeter, Exhaustion
 
 STOP_GRACE_S: Final = 5.0
 """How long, after its wall bound ran out, a call may take to stop before it is abandoned."""
@@ -65,7 +65,7 @@ def is_async(function: Callable[..., Any]) -> bool:
 async def bounded(
     function: Callable[[Any], Any],
     argument: Any,
-    meter: Meter,
+    meter: BudgetMeter,
     clock: Clock,
     *,
     grace: float = STOP_GRACE_S,
@@ -86,7 +86,7 @@ async def bounded(
 
 async def within(
     awaitable: Any,
-    meter: Meter,
+    meter: BudgetMeter,
     clock: Clock,
     *,
     grace: float = STOP_GRACE_S,

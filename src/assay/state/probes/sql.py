@@ -34,10 +34,10 @@ from assay.state.probes.probe import (
 from assay.state.probes.sqlbackends import (
     Backend,
     ConnectionFactory,
-    FactoryBackend,
-    PostgresBackend,
+    FactoryProbeBackend,
+    PostgresProbeBackend,
     Result,
-    SqliteBackend,
+    SqliteProbeBackend,
 )
 from assay.state.probes.values import to_json
 
@@ -257,16 +257,16 @@ class SqlProbe:
 
 def _backend(connection: str | Callable[..., Any], timeout: float) -> Backend:
     if callable(connection):
-        return FactoryBackend(connection, timeout)
+        return FactoryProbeBackend(connection, timeout)
     if not isinstance(connection, str):
         raise ProbeConfigError(
             f"connection is a URL or a factory, got {type(connection).__name__}",
             parameter="connection",
         )
     if connection.startswith("sqlite:///"):
-        return SqliteBackend.from_path(connection.removeprefix("sqlite:///"), timeout)
+        return SqliteProbeBackend.from_path(connection.removeprefix("sqlite:///"), timeout)
     if connection.startswith(("postgresql://", "postgres://")):
-        return PostgresBackend.from_url(connection, timeout)
+        return PostgresProbeBackend.from_url(connection, timeout)
     raise ProbeConfigError(
         f"connection {display_url(connection)!r} is not a database URL this probe reads; "
         "write sqlite:///path.db or postgresql://user@host/db",

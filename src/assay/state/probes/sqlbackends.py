@@ -133,7 +133,7 @@ def _run_sqlite(
         connection.close()
 
 
-class SqliteBackend:
+class SqliteProbeBackend:
     """A new read-only connection per read, made, used and closed in a worker thread."""
 
     def __init__(
@@ -149,7 +149,7 @@ class SqliteBackend:
         self._path = path
 
     @classmethod
-    def from_path(cls, text: str, timeout: float) -> SqliteBackend:
+    def from_path(cls, text: str, timeout: float) -> SqliteProbeBackend:
         if not text or text == ":memory:" or "?" in text:
             raise ProbeConfigError(
                 f"sqlite:///{text} does not name a database file; write sqlite:///file.db "
@@ -209,7 +209,7 @@ def _statement_error(exc: psycopg.Error) -> str:
     return _first_line(exc)
 
 
-class PostgresBackend:
+class PostgresProbeBackend:
     """One connection, kept between reads; each read is a ``REPEATABLE READ READ ONLY`` one."""
 
     def __init__(
@@ -227,7 +227,7 @@ class PostgresBackend:
         self._lock = asyncio.Lock()
 
     @classmethod
-    def from_url(cls, url: str, timeout: float) -> PostgresBackend:
+    def from_url(cls, url: str, timeout: float) -> PostgresProbeBackend:
         # libpq takes whole seconds and treats anything under 2 as 2.
         connect_timeout = max(2, math.ceil(timeout))
 
@@ -327,11 +327,11 @@ class PostgresBackend:
                 await connection.close()
 
 
-class FactoryBackend:
+class FactoryProbeBackend:
     """A connection factory; which database it is becomes known at its first call.
 
     The factory is first called in a worker thread: a ``sqlite3.Connection`` is used there and
-    then, and later reads go to a ``SqliteBackend`` on the same factory; anything else is
+    then, and later reads go to a ``SqliteProbeBackend`` on the same factory; anything else is
     awaited (if need be) on the event loop and must be a ``psycopg.AsyncConnection``.
     """
 
@@ -347,10 +347,10 @@ class FactoryBackend:
         read = _SqliteRead(self._timeout)
         made, results = await _in_thread(read, lambda: self._first_call(queries, max_rows, read))
         if results is not None:
-            self._chosen = SqliteBackend(self._factory, self.shown, self._timeout)
+            self._chosen = SqliteProbeBackend(self._factory, self.shown, self._timeout)
             return list(results)
         connection = await self._postgres(made)
-        backend = PostgresBackend(self._connect, self.shown, self._timeout, connection)
+        backend = PostgresProbeBackend(self._connect, self.shown, self._timeout, connection)
         self._chosen = backend
         return await backend.run(queries, max_rows)
 
