@@ -7,44 +7,52 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Final
 
+from assay.clock import Clock
 from assay.errors import NotFoundError, WrongTypeError
 from assay.expr.predicate import Predicate
 from assay.graph.declaration import ActionSpec
 from assay.graph.transition import Transition
-from assay.state.snapshot import Snapshot
+from assay.state.store import StateStore
 
 KEEP_SETTLED: Final = 1000
 """How many settled transitions a session holds by default, beside every pending one."""
+
+
+def check_keep_settled(keep_settled: object) -> None:
+    """``WrongTypeError`` unless ``keep_settled`` is a whole number, 1 or more."""
+    if isinstance(keep_settled, bool) or not isinstance(keep_settled, int) or keep_settled < 1:
+        raise WrongTypeError(
+            f"keep_settled must be a whole number of transitions, 1 or more, not {keep_settled!r}",
+            parameter="keep_settled",
+        )
 
 
 class HeldTransitions:
     """A session's transitions by id, the count of fires of each action, and which settled
     ones it still holds, oldest first."""
 
-    def __init__(self, session: str, keep_settled: int = KEEP_SETTLED) -> None:
-        if isinstance(keep_settled, bool) or not isinstance(keep_settled, int) or keep_settled < 1:
-            raise WrongTypeError(
-                f"keep_settled must be a whole number of transitions, 1 or more, not "
-                f"{keep_settled!r}",
-                parameter="keep_settled",
-            )
+    def __init__(
+        self, session: str, store: StateStore, clock: Clock, keep_settled: int = KEEP_SETTLED
+    ) -> None:
+        check_keep_settled(keep_settled)
         self.session = session
+        self.store = store
+        self.clock = clock
         self.keep_settled = keep_settled
         self.transitions: dict[str, Transition] = {}
         self.counters: dict[str, int] = {}
         self._settled: deque[str] = deque()
 
-    def mint(  # noqa: PLR0917
+    def mint(
         self,
         spec: ActionSpec,
         args: dict[str, Any],
         source: str,
-        writes: tuple[str, ...],
-        predicate: Predicate | None,
-        before: Snapshot,
-        fired_at: float,
+        writes: tuple[str, ...] = (),
+        predicate: Predicate | None = None,
     ) -> Transition:
-        """A new transition of ``spec``, numbered on from the last (``page.action#N``)."""
+        """A new transition of ``spec`` fired now, on the current state, numbered on from
+        the last (``page.action#N``)."""
         number = self.counters.get(spec.id, 0) + 1
         self.counters[spec.id] = number
         transition = Transition(
@@ -54,8 +62,8 @@ class HeldTransitions:
             source=source,
             writes=writes,
             predicate=predicate,
-            before=before,
-            fired_at=fired_at,
+            before=self.store.current,
+            fired_at=self.clock.monotonic(),
         )
         self.transitions[transition.id] = transition
         return transition

@@ -19,7 +19,6 @@ from typing import Any, Final
 from assay.clock import SYSTEM_CLOCK, Clock
 from assay.errors import GraphError, LedgerError, SessionError, WrongTypeError
 from assay.expr.contract import Contract
-from assay.expr.predicate import Predicate
 from assay.graph.admission import (
     DEFAULT_THRESHOLDS,
     Admission,
@@ -33,7 +32,7 @@ from assay.graph.claims import Claims
 from assay.graph.declaration import ActionSpec, Reversibility
 from assay.graph.evidence import EvidenceLog
 from assay.graph.graph import NavigationGraph
-from assay.graph.held import KEEP_SETTLED, HeldTransitions
+from assay.graph.held import KEEP_SETTLED, HeldTransitions, check_keep_settled
 from assay.graph.journey import Journey
 from assay.graph.position import Position
 from assay.graph.registry import FireRegistry
@@ -68,12 +67,12 @@ class Session:
         session_id: str | None = None,
         keep_settled: int = KEEP_SETTLED,
     ) -> None:
-        self.id = session_id or f"{graph.app}-{uuid.uuid4().hex[:12]}"
-        self.held = HeldTransitions(self.id, keep_settled)
+        check_keep_settled(keep_settled)
         if node not in graph.pages:
             raise GraphError(
                 f"no page is called {node!r}; pages are {', '.join(graph.pages)}", field="node"
             )
+        self.id = session_id or f"{graph.app}-{uuid.uuid4().hex[:12]}"
         self.graph = graph
         self.evidence = evidence
         self.position = Position(node)
@@ -83,6 +82,7 @@ class Session:
         )
         self.substrate = substrate or _own_substrate(graph, state, self.redaction, clock)
         self.store = self.substrate.store
+        self.held = HeldTransitions(self.id, self.store, clock, keep_settled)
         self.thresholds = resolve_thresholds(thresholds)
         self.handlers: dict[str, Handler] = {}
         self.closed = False
@@ -273,27 +273,15 @@ class Session:
                 error=self.admission.refused_unknown(action_id, self.node),
             )
         if isinstance(verdict, Refusal):
-            transition = self._mint(verdict.spec, verdict.args, verdict.source, (), None)
+            transition = self.held.mint(verdict.spec, verdict.args, verdict.source)
             self.settlement.refuse(transition, verdict)
             return self.result(transition)
-        transition = self._mint(
+        transition = self.held.mint(
             verdict.spec, verdict.args, verdict.source, verdict.writes, verdict.predicate
         )
         handler = self.handlers.get(verdict.spec.id)
         self.settlement.begin(transition, handler, verdict.covering, verify_timeout_ms)
         return self.result(transition)
-
-    def _mint(
-        self,
-        spec: ActionSpec,
-        args: dict[str, Any],
-        source: str,
-        writes: tuple[str, ...],
-        predicate: Predicate | None,
-    ) -> Transition:
-        return self.held.mint(
-            spec, args, source, writes, predicate, self.store.current, self.clock.monotonic()
-        )
 
     def let_go(self, transition_id: str) -> bool:
         """Whether this session made ``transition_id`` and, once it settled, let it go (it
