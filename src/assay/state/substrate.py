@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,6 +28,8 @@ from assay.state.probes import Poller, Probe
 from assay.state.store import StateStore
 
 DEFAULT_EXPECTED_INTERVAL = 5.0
+
+Shared = TypeVar("Shared")
 
 
 class SourceStatus(BaseModel):
@@ -88,6 +90,16 @@ class Substrate:
         self._task: asyncio.Task[None] | None = None
         fastest = min((probe.interval for probe in self.probes), default=None)
         self._poll_interval_ms = None if fastest is None else round(fastest * 1000)
+        self._shared: dict[type, object] = {}
+
+    def shared(self, kind: type[Shared]) -> Shared:
+        """The one ``kind()`` held for this application, made on first ask: what every user
+        of the substrate shares (the layers above keep their per-application records here,
+        as sessions on one substrate act on one application)."""
+        held = self._shared.get(kind)
+        if not isinstance(held, kind):
+            held = self._shared[kind] = kind()
+        return held
 
     @property
     def poll_interval_ms(self) -> int | None:
