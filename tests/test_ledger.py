@@ -45,12 +45,15 @@ from assay.ledger import (
     SQLiteBackend,
     _seal,
     export_jsonl,
-    group_commit,
     open_backend,
     open_ledger,
     verify_jsonl,
     verify_ledger,
 )
+from assay.ledger.backends import group_commit
+from assay.ledger.backends.group_commit import GroupCommit, GroupCommitStatistics
+from assay.ledger.backends.memory import _kept
+from assay.ledger.backends.postgres import PostgresBackend
 from assay.ledger.entry import (
     DRAFTED_KINDS,
     Entry,
@@ -63,10 +66,7 @@ from assay.ledger.entry import (
     seal_all,
     stamp,
 )
-from assay.ledger.group_commit import GroupCommit, GroupCommitStatistics
-from assay.ledger.memory import _kept
 from assay.ledger.merkle import MerkleTree, leaf_hash
-from assay.ledger.postgres import PostgresBackend
 from assay.ledger.proof import TreeHead
 from assay.redaction import Redaction
 from ledger_stores import draft

@@ -16,7 +16,7 @@ from typing import Any, Self
 
 from assay.clock import SYSTEM_CLOCK, Clock
 from assay.errors import LedgerEntryError, WrongTypeError
-from assay.ledger.backend import BATCH, LedgerBackend
+from assay.ledger.backends.protocol import BATCH, LedgerBackend
 from assay.ledger.checkpoint import Checkpoint, SigningKey
 from assay.ledger.entry import Entry, EntryDraft, draft_now
 from assay.ledger.lease import Closing

@@ -32,7 +32,8 @@ checkpoint), and ``LedgerIntegrityError`` says what it is; nothing is signed.
 from __future__ import annotations
 
 from assay.errors import CheckpointError, LedgerIntegrityError, ProofError
-from assay.ledger.backend import BATCH, StoredCheckpoint
+from assay.ledger.backends.protocol import BATCH
+from assay.ledger.backends.stored import StoredCheckpoint
 from assay.ledger.checkpoint import Checkpoint, SigningKey, verify_checkpoint
 from assay.ledger.entry import GENESIS_HASH, VERIFY_THE_LEDGER, parse_entry
 from assay.ledger.merkle import EMPTY_ROOT, leaf_hash

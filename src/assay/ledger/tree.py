@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 
 from assay.errors import LedgerEntryError, LedgerIntegrityError
-from assay.ledger.backend import BATCH, LedgerBackend
+from assay.ledger.backends.protocol import BATCH, LedgerBackend
 from assay.ledger.entry import VERIFY_THE_LEDGER, Entry
 from assay.ledger.merkle import MerkleTree, leaf_hash
 from assay.ledger.proof import ConsistencyProof, InclusionProof, TreeHead
