@@ -68,7 +68,7 @@ def sound_head(tree: LedgerTree, signing_key: SigningKey) -> TreeHead:
     problem = report.problem or found or _tree_problem(tree, report, head)
     if problem is not None:
         raise LedgerIntegrityError(
-            f"{tree.url}: {problem}; nothing was signed: {VERIFY_THE_LEDGER}",
+            f"{tree.backend.url}: {problem}; nothing was signed: {VERIFY_THE_LEDGER}",
             seq=problem.seq,
             reason=problem.reason,
             field=problem.field,

@@ -40,11 +40,6 @@ class LedgerTree:
         """Where the entries the tree covers are stored."""
         return self._backend
 
-    @property
-    def url(self) -> str:
-        """The backend's URL, any password hidden."""
-        return self._backend.url
-
     def absorb(self, entry: Entry) -> None:
         """Take in ``entry``, just stored here, once the entries before it are in the tree."""
         if entry.seq <= self._merkle.size:
@@ -164,8 +159,8 @@ class LedgerTree:
             batch = self._backend.read_canonical(following, min(stop, following + BATCH))
             if not batch or batch[0][0] != following:
                 raise LedgerIntegrityError(
-                    f"entry {merkle.size + 1} is missing from {self.url}; {VERIFY_THE_LEDGER}",
-                    seq=merkle.size + 1,
+                    f"entry {following} is missing from {self._backend.url}; {VERIFY_THE_LEDGER}",
+                    seq=following,
                     reason="missing",
                     field="seq",
                 )
