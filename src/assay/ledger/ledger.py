@@ -2,20 +2,22 @@
 
 ``Ledger`` wraps a backend. It stamps each entry with the clock's wall time, withholds the
 values of redacted keys from its body, and answers roots and proofs from its ``LedgerTree``.
-Appends are thread-safe and durable on return; ``aappend`` runs one in a worker thread so an
-event loop never waits on a disk sync.
+Appends are thread-safe and durable on return; ``aappend`` takes the route an event loop's
+appends take, an ``AppendQueue``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
 
 from assay.clock import SYSTEM_CLOCK, Clock
-from assay.errors import LedgerEntryError, WrongTypeError
+from assay.errors import LedgerEntryError, LedgerError, WrongTypeError
+from assay.ledger.append_queue import AppendQueue
 from assay.ledger.backends.protocol import BATCH, LedgerBackend
 from assay.ledger.checkpoint import Checkpoint, SigningKey
 from assay.ledger.entry import Entry, EntryDraft, draft_now
@@ -41,6 +43,8 @@ class Ledger:
         self._redaction = redaction or Redaction.none()
         self._clock = clock
         self._tree = LedgerTree(backend)
+        self._appends_lock = threading.Lock()
+        self._appends: AppendQueue | None = None  # made by the first aappend
 
     @property
     def backend(self) -> LedgerBackend:
@@ -95,10 +99,12 @@ class Ledger:
         transition: str | None = None,
         run: str | None = None,
     ) -> Entry:
-        """``append`` in a worker thread: the event loop runs on while the entry syncs."""
-        return await asyncio.to_thread(
-            self.append, kind, body, session=session, transition=transition, run=run
-        )
+        """``append`` for an event loop: the entry is queued on the ledger's ``AppendQueue``
+        and returned once durable, stored in order with the other callers' entries in one
+        commit. ``LedgerEntryError`` if malformed, before anything is queued; a store that
+        fails fails every ``aappend`` waiting on it, and the next starts a new queue."""
+        draft = self.draft(kind, body, session=session, transition=transition, run=run)
+        return await self._append_queue().stored(draft)
 
     def store(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
         """Store ``draft``s in order as one durable commit; answers them as entries."""
@@ -257,7 +263,11 @@ class Ledger:
                 await self._clock.sleep(interval)
 
     def close(self) -> None:
-        """Close the backend."""
+        """Store what ``aappend`` queued, then close the backend."""
+        with self._appends_lock:
+            appends, self._appends = self._appends, None
+        if appends is not None:
+            appends.close()
         self._backend.close()
 
     def __enter__(self) -> Self:
@@ -273,6 +283,26 @@ class Ledger:
 
     def __repr__(self) -> str:
         return f"Ledger({self.url!r}, size={self.size})"
+
+    def _append_queue(self) -> AppendQueue:
+        """The queue ``aappend`` stores through: made when first needed, and again once a
+        failed store stopped it."""
+        with self._appends_lock:
+            appends = self._appends
+            if appends is None or appends.failure is not None:
+                appends = self._appends = AppendQueue(
+                    self.store, inline=not self._backend.appends_wait, stopped=_as_raised
+                )
+            return appends
+
+
+def _as_raised(error: Exception) -> LedgerError:
+    """A failed store's ``error`` as ``aappend`` raises it: as ``append`` would have."""
+    if isinstance(error, LedgerError):
+        return error
+    failure = LedgerError(f"{type(error).__name__}: {error}")
+    failure.__cause__ = error
+    return failure
 
 
 def _whole(name: str, value: object, *, optional: bool = False) -> None:
