@@ -56,12 +56,13 @@ import psycopg
 from _timing import gc_paused, ratio
 from assay.host.evidence import DurableEvidence
 from assay.ledger import Ledger, LedgerBackend, SQLiteBackend
-from assay.ledger.backend import EntryFilter, StoredCheckpoint, StoredRow
+from assay.ledger.backends.group_commit import GroupCommit, GroupCommittedBackend
+from assay.ledger.backends.postgres import PostgresBackend
+from assay.ledger.backends.query import EntryFilter
+from assay.ledger.backends.stored import StoredCheckpoint, StoredRow
 from assay.ledger.checkpoint import Checkpoint
 from assay.ledger.entry import GENESIS_HASH, Entry, EntryDraft, seal_all
-from assay.ledger.group_commit import GroupCommit, GroupCommittedBackend
 from assay.ledger.lease import Closing, Lease
-from assay.ledger.postgres import PostgresBackend
 from postgres import PostgresCluster, PostgresMissingError
 
 CONCURRENCY = (1, 8, 64)

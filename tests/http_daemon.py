@@ -21,7 +21,7 @@ from typing import Any
 from assay.host import Application, Host
 from assay.host.loopback import LoopbackServer
 from assay.ledger import Ledger
-from assay.ledger.memory import MemoryBackend
+from assay.ledger.backends.memory import MemoryBackend
 from assay.server import Token, create_app
 from assay.server.config import DEFAULT_MAX_BODY_BYTES
 from assay.workflow.definition import Workflow

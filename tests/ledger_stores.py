@@ -13,9 +13,9 @@ from typing import Any
 import psycopg
 
 from assay.ledger import LedgerBackend, MemoryBackend, SQLiteBackend
+from assay.ledger.backends.postgres import PostgresBackend, lock_key
+from assay.ledger.backends.sqlite import SCHEMA
 from assay.ledger.entry import EntryDraft
-from assay.ledger.postgres import PostgresBackend, lock_key
-from assay.ledger.sqlite import SCHEMA
 
 KINDS = ("memory", "sqlite", "postgres")
 TIMESTAMP = "2026-01-01T00:00:{:02d}.000000Z"

@@ -32,7 +32,7 @@ from assay.host import Application, DurableEvidence, Host
 from assay.host.application import ConnectContext, Connection
 from assay.host.wire import ActionRequest, ReportRequest, VerifyRequest
 from assay.ledger import Ledger, SQLiteBackend
-from assay.ledger.memory import MemoryBackend
+from assay.ledger.backends.memory import MemoryBackend
 from assay.redaction import Redaction
 from assay.state.probes import CallableProbe
 from assay.state.substrate import Substrate

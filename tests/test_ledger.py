@@ -14,7 +14,7 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -45,12 +45,15 @@ from assay.ledger import (
     SQLiteBackend,
     _seal,
     export_jsonl,
-    group_commit,
     open_backend,
     open_ledger,
     verify_jsonl,
     verify_ledger,
 )
+from assay.ledger.backends import group_commit
+from assay.ledger.backends.group_commit import GroupCommit, GroupCommitStatistics
+from assay.ledger.backends.memory import _kept
+from assay.ledger.backends.postgres import PostgresBackend
 from assay.ledger.entry import (
     DRAFTED_KINDS,
     Entry,
@@ -63,10 +66,7 @@ from assay.ledger.entry import (
     seal_all,
     stamp,
 )
-from assay.ledger.group_commit import GroupCommit, GroupCommitStatistics
-from assay.ledger.memory import _kept
 from assay.ledger.merkle import MerkleTree, leaf_hash
-from assay.ledger.postgres import PostgresBackend
 from assay.ledger.proof import TreeHead
 from assay.redaction import Redaction
 from ledger_stores import draft
@@ -384,6 +384,62 @@ def test_concurrent_threads_and_tasks_keep_the_tree_in_step(tmp_path: Path) -> N
     assert len(set(seqs)) == 40
     report = ledger.verify()
     assert (report.ok, report.size, report.root) == (True, 140, ledger.root())
+    ledger.close()
+
+
+@pytest.mark.anyio
+async def test_aappend_stores_tasks_entries_in_the_order_they_asked(tmp_path: Path) -> None:
+    # Forty tasks ask at once: their drafts are queued in that order, and the writer commits
+    # them together; each task is answered its own entry.
+    backend = SQLiteBackend(tmp_path / "ledger.db")
+    batches: list[int] = []
+    backend.add_commit_listener(lambda entries: batches.append(len(entries)))
+    ledger = Ledger(backend)
+    entries = await asyncio.gather(*(ledger.aappend("verdict", {"t": t}) for t in range(40)))
+    assert [(entry.seq, entry.body["t"]) for entry in entries] == [(t + 1, t) for t in range(40)]
+    assert batches == [40]
+    assert ledger.read(1, 41) == list(entries)
+    ledger.close()
+
+
+@pytest.mark.anyio
+async def test_aappend_on_memory_stores_at_once_on_the_loop() -> None:
+    ledger = memory_ledger()
+    stored_by: list[int] = []
+    ledger.backend.add_commit_listener(lambda entries: stored_by.append(threading.get_ident()))
+    entry = await ledger.aappend("fire", {"n": 1})
+    assert stored_by == [threading.get_ident()]
+    assert ledger.entry(1) == entry
+
+
+class _FailingOnce(SQLiteBackend):
+    """An SQLite ledger whose next append fails, storing nothing, once told to."""
+
+    fail_next = False
+
+    def append(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
+        if self.fail_next:
+            self.fail_next = False
+            raise LedgerError("the disk is full; nothing in this batch was stored", url=self.url)
+        return super().append(drafts)
+
+
+@pytest.mark.anyio
+async def test_a_failed_aappend_raises_what_append_would_and_the_next_is_stored(
+    tmp_path: Path,
+) -> None:
+    backend = _FailingOnce(tmp_path / "ledger.db")
+    ledger = Ledger(backend)
+    await ledger.aappend("fire", {"n": 0})
+    backend.fail_next = True
+    with pytest.raises(
+        LedgerError, match=r"\Athe disk is full; nothing in this batch was stored\Z"
+    ):
+        await ledger.aappend("fire", {"n": 1})
+    third = await ledger.aappend("fire", {"n": 2})
+    assert (third.seq, third.body) == (2, {"n": 2})
+    assert [entry.body["n"] for entry in ledger.query()] == [0, 2]
+    assert ledger.verify().ok
     ledger.close()
 
 

@@ -11,9 +11,8 @@ from hypothesis import strategies as st
 
 from assay.errors import LedgerError
 from assay.ledger import open_backend
-from assay.ledger.backend import hide_password
-from assay.ledger.credentials import _STOPS, password_texts, shows_password
-from assay.ledger.postgres import PostgresBackend
+from assay.ledger.backends.postgres import PostgresBackend
+from assay.ledger.credentials import _STOPS, hide_password, password_texts, shows_password
 
 ACCEPTED = (
     "the accepted forms are sqlite:///relative/path.db, sqlite:////absolute/path.db, "

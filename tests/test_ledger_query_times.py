@@ -10,7 +10,7 @@ import pytest
 from assay.cli.main import main
 from assay.errors import LedgerEntryError
 from assay.ledger import Ledger
-from assay.ledger.memory import MemoryBackend
+from assay.ledger.backends.memory import MemoryBackend
 from assay.ledger.url import open_ledger
 from ledger_stores import draft
 

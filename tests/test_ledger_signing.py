@@ -22,7 +22,7 @@ import rfc8785
 from assay.clock import VirtualClock
 from assay.errors import LedgerIntegrityError
 from assay.ledger import Ledger, MemoryBackend, SigningKey, soundness, verify_ledger
-from assay.ledger.backend import checkpoint_fields
+from assay.ledger.backends.stored import checkpoint_fields
 from assay.ledger.merkle import leaf_hash
 from ledger_stores import KINDS, Store
 

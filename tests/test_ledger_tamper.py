@@ -34,8 +34,8 @@ from assay.ledger import (
     SQLiteBackend,
     verify_ledger,
 )
-from assay.ledger.backend import CHECKPOINT_FIELDS, COLUMNS
-from assay.ledger.postgres import PostgresBackend
+from assay.ledger.backends.postgres import PostgresBackend
+from assay.ledger.backends.stored import CHECKPOINT_FIELDS, COLUMNS
 
 TAMPERS = 1000
 SIZE = 50

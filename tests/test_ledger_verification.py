@@ -7,7 +7,7 @@ import io
 import pytest
 
 from assay.ledger import SigningKey, export_jsonl, verify_jsonl, verify_ledger
-from assay.ledger.memory import MemoryBackend
+from assay.ledger.backends.memory import MemoryBackend
 from assay.ledger.url import open_ledger
 
 

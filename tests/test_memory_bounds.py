@@ -20,7 +20,7 @@ from assay.graph import build_navigation_graph
 from assay.host import Application, Host
 from assay.host.wire import ActionRequest
 from assay.ledger import Ledger
-from assay.ledger.memory import MemoryBackend
+from assay.ledger.backends.memory import MemoryBackend
 
 pytestmark = pytest.mark.anyio
 

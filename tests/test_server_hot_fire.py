@@ -20,7 +20,7 @@ from starlette.types import Receive, Scope, Send
 from assay.examples.outpost import APPLICATION
 from assay.host import Host
 from assay.ledger import Ledger
-from assay.ledger.memory import MemoryBackend
+from assay.ledger.backends.memory import MemoryBackend
 from assay.server import create_app
 from http_daemon import TOKENS, bearer
 

@@ -11,7 +11,7 @@ from assay.graph import build_navigation_graph
 from assay.graph.session import Handler
 from assay.host import Application
 from assay.ledger import Ledger
-from assay.ledger.memory import MemoryBackend
+from assay.ledger.backends.memory import MemoryBackend
 from assay.ledger.url import open_ledger
 from assay.state.store import StateStore
 from http_daemon import serving, spawn_daemon

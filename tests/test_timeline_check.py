@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from assay.clock import Timer, VirtualClock
 from assay.errors import LedgerEntryError, LedgerError
 from assay.ledger import Ledger, MemoryBackend, SQLiteBackend
-from assay.ledger.sqlite import SCHEMA
+from assay.ledger.backends.sqlite import SCHEMA
 from assay.ledger.verification import LedgerReport
 from assay.timeline import LedgerCheck
 from strategies import json_values

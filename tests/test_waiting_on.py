@@ -15,7 +15,7 @@ from assay.graph import Session, build_navigation_graph
 from assay.host import Application, Host
 from assay.host.wire import ActionRequest, ReportRequest
 from assay.ledger import Ledger
-from assay.ledger.memory import MemoryBackend
+from assay.ledger.backends.memory import MemoryBackend
 
 T = TypeVar("T")
 

@@ -180,7 +180,7 @@ def _open(args: argparse.Namespace) -> Ledger:
     """The ledger ``--ledger`` names, which must exist: these commands never create one, and
     a memory ledger, empty outside the process that wrote it, is refused."""
     from assay.ledger import open_ledger
-    from assay.ledger.memory import MemoryBackend
+    from assay.ledger.backends.memory import MemoryBackend
 
     problem = sqlite_path_problem(args.ledger)
     if problem is not None:
@@ -205,7 +205,7 @@ def _failed(error: AssayError, args: argparse.Namespace) -> int:
     subject = "an entry" if error.seq is None else f"entry {error.seq}"
     reason = "it is missing" if error.reason == "missing" else error.reason
     said = reason if reason.startswith(f"{subject} ") else f"{subject}: {reason}"
-    from assay.ledger.backend import hide_password
+    from assay.ledger.credentials import hide_password
 
     command = f"assay ledger verify --ledger {shlex.quote(hide_password(args.ledger))}"
     print(

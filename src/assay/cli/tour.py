@@ -25,8 +25,8 @@ from rich.text import Text
 from assay.examples.outpost import GRAPH, Outpost, outpost_connector
 from assay.host import Application, Host
 from assay.host.loopback import LoopbackServer
+from assay.ledger.backends.memory import MemoryBackend
 from assay.ledger.ledger import Ledger
-from assay.ledger.memory import MemoryBackend
 from assay.mcp.http import StreamableHttpEndpoint
 from assay.mcp.server import build_server
 from assay.server.app import create_app

@@ -192,7 +192,7 @@ def run_run(args: argparse.Namespace) -> int:
 
 
 def run_resume(args: argparse.Namespace) -> int:
-    from assay.ledger.backend import hide_password
+    from assay.ledger.credentials import hide_password
 
     try:
         human = _parse_input(args.input)
@@ -244,7 +244,7 @@ def _recorded_ledger(args: argparse.Namespace, command: str) -> Ledger:
     that wrote it, is refused rather than read as one without runs."""
     from assay.cli.ledger_location import memory_refusal
     from assay.ledger import open_ledger
-    from assay.ledger.memory import MemoryBackend
+    from assay.ledger.backends.memory import MemoryBackend
 
     ledger = open_ledger(args.ledger, create=False)
     if isinstance(ledger.backend, MemoryBackend):
@@ -347,7 +347,7 @@ def _progress(kind: str, body: Any) -> None:
 
 def _report(record: RunRecord, args: argparse.Namespace, ledger: Ledger) -> int:
     """Print the run; for one that did not complete, say how to resume it from ``ledger``."""
-    from assay.ledger.memory import MemoryBackend
+    from assay.ledger.backends.memory import MemoryBackend
     from assay.workflow.run import RunStatus
 
     print(record.model_dump_json(indent=2))

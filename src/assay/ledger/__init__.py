@@ -6,10 +6,13 @@
 leases (``Lease``), by which a host tells the fires a stopped host left open (``Closing``).
 """
 
-from assay.ledger.backend import EntryFilter as EntryFilter
-from assay.ledger.backend import LedgerBackend as LedgerBackend
-from assay.ledger.backend import StoredCheckpoint as StoredCheckpoint
-from assay.ledger.backend import StoredRow as StoredRow
+from assay.ledger.backends.group_commit import GroupCommitStatistics as GroupCommitStatistics
+from assay.ledger.backends.memory import MemoryBackend as MemoryBackend
+from assay.ledger.backends.protocol import LedgerBackend as LedgerBackend
+from assay.ledger.backends.query import EntryFilter as EntryFilter
+from assay.ledger.backends.sqlite import SQLiteBackend as SQLiteBackend
+from assay.ledger.backends.stored import StoredCheckpoint as StoredCheckpoint
+from assay.ledger.backends.stored import StoredRow as StoredRow
 from assay.ledger.checkpoint import Checkpoint as Checkpoint
 from assay.ledger.checkpoint import SigningKey as SigningKey
 from assay.ledger.checkpoint import load_public_key as load_public_key
@@ -18,15 +21,12 @@ from assay.ledger.entry import GENESIS_HASH as GENESIS_HASH
 from assay.ledger.entry import Entry as Entry
 from assay.ledger.entry import EntryDraft as EntryDraft
 from assay.ledger.entry import EntryKind as EntryKind
-from assay.ledger.group_commit import GroupCommitStatistics as GroupCommitStatistics
 from assay.ledger.lease import Closing as Closing
 from assay.ledger.lease import Lease as Lease
 from assay.ledger.ledger import Ledger as Ledger
-from assay.ledger.memory import MemoryBackend as MemoryBackend
 from assay.ledger.proof import ConsistencyProof as ConsistencyProof
 from assay.ledger.proof import InclusionProof as InclusionProof
 from assay.ledger.proof import TreeHead as TreeHead
-from assay.ledger.sqlite import SQLiteBackend as SQLiteBackend
 from assay.ledger.url import open_backend as open_backend
 from assay.ledger.url import open_ledger as open_ledger
 from assay.ledger.verification import LedgerProblem as LedgerProblem

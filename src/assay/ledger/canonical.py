@@ -3,9 +3,10 @@
 Plain JSON (exactly dict with string keys, list, str, int within ±(2**53 - 1), finite
 float, bool and None) is written in one pass by ``_canonical``, a small C module, which also
 builds the plain copy the text reads back as. Anything else (a subclass, a tuple, a
-non-string key, a big integer, NaN, a lone surrogate) goes to the ``rfc8785`` package,
-which writes what it can and words every refusal. ``tests/test_canonical.py`` checks the two
-agree on generated JSON, byte for byte, refusals included.
+non-string key, a big integer, NaN, a lone surrogate), and everything where the C module
+was not built (``compiled``), goes to the ``rfc8785`` package, which writes what it can and
+words every refusal. ``tests/test_canonical.py`` checks the two agree on generated JSON,
+byte for byte, refusals included.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Final
 
 import rfc8785
 
-from assay.ledger import _canonical
+from assay.ledger import compiled
 
 _SAFE: Final = 2**53 - 1
 
@@ -47,7 +48,7 @@ _DECODER: Final = json.JSONDecoder(parse_int=_number, parse_constant=_not_json)
 
 def canonical_json(value: Any) -> bytes:
     """The RFC 8785 canonical JSON of ``value``; ``ValueError``/``TypeError`` if it has none."""
-    text = _canonical.canonical(value)
+    text = compiled.canonical(value)
     if text is not None:
         return text
     return rfc8785.dumps(value)
@@ -58,7 +59,7 @@ def canonical_copy(value: Any) -> tuple[bytes, Any]:
 
     Raise as ``rfc8785.dumps`` does when ``value`` is not JSON it can write.
     """
-    found = _canonical.canonical_copy(value)
+    found = compiled.canonical_copy(value)
     if found is not None:
         return found
     canonical = rfc8785.dumps(value)

@@ -19,7 +19,7 @@ from typing import Any, Final
 from assay.clock import Clock, SystemClock
 from assay.errors import LedgerEntryError, LedgerIntegrityError
 from assay.json.path import json_type_name
-from assay.ledger import _canonical, _seal
+from assay.ledger import compiled
 from assay.ledger.canonical import canonical_copy, canonical_json, loads
 from assay.ledger.merkle import leaf_hash
 
@@ -197,11 +197,12 @@ def draft_now(
 
     Plain fields (a drafted kind, ids that are ``str`` or ``None``, a plain JSON body) are
     made into the draft in C (``_canonical.stamped_draft``), a third of what the dataclass
-    costs; anything else goes to ``EntryDraft``, which checks it and words what is wrong.
+    costs; anything else, or everything where the C module was not built, goes to
+    ``EntryDraft``, which checks it and words what is wrong.
     """
     timestamp = stamp(clock)
     if type(kind) is str and kind in DRAFTED_KINDS:
-        draft: EntryDraft | None = _canonical.stamped_draft(
+        draft: EntryDraft | None = compiled.stamped_draft(
             EntryDraft, kind, timestamp, body, session, run, transition
         )
         if draft is not None:
@@ -283,10 +284,10 @@ def seal_all(drafts: list[EntryDraft], head_seq: int, head_hash: str) -> list[En
     The hash is the SHA-256 of the entry's canonical JSON without its ``hash`` member, built
     from the draft's pieces: ``_head`` (``{"body":...``), then ``,"kind":"K","prev_hash":"P",
     "run":R,"seq":N`` and ``_rest``; the canonical form puts ``,"hash":"H"`` after ``_head``.
-    Done in C (``_seal``), which also computes each Merkle leaf hash; ``parse_entry``
-    recomputes both with hashlib.
+    Done in C (``_seal``, or its twin ``_pyseal`` where it was not built), which also
+    computes each Merkle leaf hash; ``parse_entry`` recomputes both with hashlib.
     """
-    return _seal.seal_all(Entry, list(drafts), head_seq, head_hash)
+    return compiled.seal_all(Entry, list(drafts), head_seq, head_hash)
 
 
 VERIFY_THE_LEDGER: Final = (

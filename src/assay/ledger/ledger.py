@@ -1,12 +1,9 @@
 """The Evidence Ledger (SPEC §7): append evidence, prove it, sign tree heads, query it.
 
 ``Ledger`` wraps a backend. It stamps each entry with the clock's wall time, withholds the
-values of redacted keys from its body, and keeps the Merkle tree over all entries in memory,
-so roots and proofs cost no reads. The tree is built from the stored entries the first time
-it is needed (a root, a proof, a checkpoint, ``refresh``), not when the ledger opens: reading
-one entry, a query or an export never reads and hashes the whole ledger for it. Appends are
-thread-safe and durable on return; ``aappend`` runs one in a worker thread so an event loop
-never waits on a disk sync.
+values of redacted keys from its body, and answers roots and proofs from its ``LedgerTree``.
+Appends are thread-safe and durable on return; ``aappend`` takes the route an event loop's
+appends take, an ``AppendQueue``.
 """
 
 from __future__ import annotations
@@ -19,14 +16,15 @@ from types import TracebackType
 from typing import Any, Self
 
 from assay.clock import SYSTEM_CLOCK, Clock
-from assay.errors import LedgerEntryError, LedgerIntegrityError, WrongTypeError
-from assay.ledger.backend import BATCH, LedgerBackend
+from assay.errors import LedgerEntryError, LedgerError, WrongTypeError
+from assay.ledger.append_queue import AppendQueue
+from assay.ledger.backends.protocol import BATCH, LedgerBackend
 from assay.ledger.checkpoint import Checkpoint, SigningKey
-from assay.ledger.entry import VERIFY_THE_LEDGER, Entry, EntryDraft, draft_now
+from assay.ledger.entry import Entry, EntryDraft, draft_now
 from assay.ledger.lease import Closing
-from assay.ledger.merkle import MerkleTree, leaf_hash
 from assay.ledger.proof import ConsistencyProof, InclusionProof, TreeHead
 from assay.ledger.soundness import sound_head
+from assay.ledger.tree import LedgerTree
 from assay.ledger.verification import LedgerReport, Progress, PublicKeys, verify_ledger
 from assay.redaction import REDACTED, Redaction
 
@@ -44,15 +42,9 @@ class Ledger:
         self._backend = backend
         self._redaction = redaction or Redaction.none()
         self._clock = clock
-        self._lock = threading.Lock()
-        self._tree = MerkleTree()
-        # Whether the tree has taken in the stored entries; until then appends leave it be.
-        self._tree_built = False
-        # Entries appended here whose predecessors are not in the tree yet.
-        self._arrived: dict[int, Entry] = {}
-        # Take in each committed batch whole, in the writer's thread, so that appenders
-        # answered together need not read back each other's entries.
-        backend.add_commit_listener(self._take_in)
+        self._tree = LedgerTree(backend)
+        self._appends_lock = threading.Lock()
+        self._appends: AppendQueue | None = None  # made by the first aappend
 
     @property
     def backend(self) -> LedgerBackend:
@@ -95,7 +87,7 @@ class Ledger:
         """Store one entry and return it once durable; ``LedgerEntryError`` if malformed."""
         draft = self.draft(kind, body, session=session, transition=transition, run=run)
         (entry,) = self._backend.append([draft])
-        self._absorb(entry)
+        self._tree.absorb(entry)
         return entry
 
     async def aappend(
@@ -107,16 +99,18 @@ class Ledger:
         transition: str | None = None,
         run: str | None = None,
     ) -> Entry:
-        """``append`` in a worker thread: the event loop runs on while the entry syncs."""
-        return await asyncio.to_thread(
-            self.append, kind, body, session=session, transition=transition, run=run
-        )
+        """``append`` for an event loop: the entry is queued on the ledger's ``AppendQueue``
+        and returned once durable, stored in order with the other callers' entries in one
+        commit. ``LedgerEntryError`` if malformed, before anything is queued; a store that
+        fails fails every ``aappend`` waiting on it, and the next starts a new queue."""
+        draft = self.draft(kind, body, session=session, transition=transition, run=run)
+        return await self._append_queue().stored(draft)
 
     def store(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
         """Store ``draft``s in order as one durable commit; answers them as entries."""
         entries = self._backend.append(list(drafts))
         for entry in entries:
-            self._absorb(entry)
+            self._tree.absorb(entry)
         return entries
 
     def close_fires(
@@ -126,7 +120,7 @@ class Ledger:
         every other append (``LedgerBackend.close_fires``); answers the entries stored."""
         entries = self._backend.close_fires(closings, by=by, now=now)
         for entry in entries:
-            self._absorb(entry)
+            self._tree.absorb(entry)
         return entries
 
     def refresh(self) -> TreeHead:
@@ -134,19 +128,13 @@ class Ledger:
 
         The first call (or the first root or proof) builds the tree from every stored entry.
         """
-        size = self._backend.size()
-        with self._lock:
-            self._tree_built = True
-            self._grow(size)
-            return TreeHead(self._tree.size, self._tree.root().hex())
+        return self._tree.refresh()
 
     @property
     def size(self) -> int:
         """How many entries the tree holds (``refresh`` takes in other writers' entries).
         ``backend.size()`` counts the stored entries without building the tree."""
-        with self._lock:
-            self._reach(None)
-            return self._tree.size
+        return self._tree.size
 
     def tree_head(self) -> TreeHead:
         """The current size and Merkle root, after taking in other writers' entries."""
@@ -155,55 +143,26 @@ class Ledger:
     def root(self, size: int | None = None) -> str:
         """The Merkle root (hex) of the first ``size`` entries, all of them by default."""
         _whole("size", size, optional=True)
-        with self._lock:
-            self._reach(size)
-            return self._tree.root(size).hex()
+        return self._tree.root(size)
 
     def prove(self, seq: int, size: int | None = None) -> InclusionProof:
         """Proof that entry ``seq`` is in the tree of ``size`` entries (the current tree)."""
         _whole("seq", seq)
         _whole("size", size, optional=True)
-        with self._lock:
-            self._reach(max(seq, size or 0))
-            size = self._tree.size if size is None else size
-            if not 1 <= seq <= size:
-                raise LedgerEntryError(
-                    f"seq must be between 1 and the tree's size ({size}), not {seq}", field="seq"
-                )
-            path = self._tree.inclusion_proof(seq - 1, size)
-            return InclusionProof(
-                seq=seq,
-                size=size,
-                leaf_hash=self._tree.leaf(seq - 1).hex(),
-                root=self._tree.root(size).hex(),
-                path=tuple(element.hex() for element in path),
-            )
+        return self._tree.prove(seq, size)
 
     def consistency(self, old_size: int, new_size: int | None = None) -> ConsistencyProof:
         """Proof that the tree of ``old_size`` entries is a prefix of that of ``new_size``."""
         _whole("old_size", old_size)
         _whole("new_size", new_size, optional=True)
-        with self._lock:
-            self._reach(new_size)
-            new_size = self._tree.size if new_size is None else new_size
-            path = self._tree.consistency_proof(old_size, new_size)
-            return ConsistencyProof(
-                old_size=old_size,
-                old_root=self._tree.root(old_size).hex(),
-                new_size=new_size,
-                new_root=self._tree.root(new_size).hex(),
-                path=tuple(element.hex() for element in path),
-            )
+        return self._tree.consistency(old_size, new_size)
 
     def leaf_hashes(self, start: int, stop: int) -> list[bytes]:
         """The Merkle leaf hashes the tree holds for the entries with ``start <= seq < stop``:
         what its roots and proofs are made of, taken in when each entry was stored or read."""
         _whole("start", start)
         _whole("stop", stop)
-        with self._lock:
-            self._reach(stop - 1)
-            last = min(stop - 1, self._tree.size)
-            return [self._tree.leaf(seq - 1) for seq in range(max(start, 1), last + 1)]
+        return self._tree.leaf_hashes(start, stop)
 
     def checkpoint(self, signing_key: SigningKey) -> Checkpoint:
         """Check the ledger, then sign its tree head with ``signing_key``, store the signed
@@ -221,7 +180,7 @@ class Ledger:
                 f"{type(signing_key).__name__}",
                 parameter="signing_key",
             )
-        head = sound_head(self, signing_key)
+        head = sound_head(self._tree, signing_key)
         checkpoint = signing_key.sign(head.size, head.root, self._clock.wall())
         self._backend.add_checkpoint(checkpoint)
         return checkpoint
@@ -304,7 +263,11 @@ class Ledger:
                 await self._clock.sleep(interval)
 
     def close(self) -> None:
-        """Close the backend."""
+        """Store what ``aappend`` queued, then close the backend."""
+        with self._appends_lock:
+            appends, self._appends = self._appends, None
+        if appends is not None:
+            appends.close()
         self._backend.close()
 
     def __enter__(self) -> Self:
@@ -321,71 +284,25 @@ class Ledger:
     def __repr__(self) -> str:
         return f"Ledger({self.url!r}, size={self.size})"
 
-    def _absorb(self, entry: Entry) -> None:
-        if entry.seq <= self._tree.size:
-            return  # taken in with its batch, as it mostly is: no need to wait for the lock
-        with self._lock:
-            if self._tree_built and entry.seq > self._tree.size:
-                self._arrived[entry.seq] = entry
-                self._grow(entry.seq)
-
-    def _take_in(self, entries: list[Entry]) -> None:
-        """Add a committed batch to the tree as far as it follows on without a gap; nothing
-        before the tree is built, which reads the batch back with every other entry."""
-        with self._lock:
-            if not self._tree_built:
-                return
-            tree, arrived = self._tree, self._arrived
-            if not arrived and entries and entries[0].seq == tree.size + 1:
-                # The batch follows on: the usual case, in one process.
-                tree.extend([entry.leaf_hash for entry in entries])
-                return
-            for entry in entries:
-                if entry.seq > tree.size:
-                    arrived[entry.seq] = entry
-            while (following := arrived.pop(tree.size + 1, None)) is not None:
-                tree.append(following.leaf_hash)
-
-    def _reach(self, size: int | None) -> None:
-        """Take in stored entries up to ``size`` if the tree is smaller, and every stored
-        entry if the tree is not built yet (lock held)."""
-        if not self._tree_built:
-            self._tree_built = True
-            self._grow(self._backend.size())
-        if size is not None and size > self._tree.size:
-            self._grow(min(size, self._backend.size()))
-
-    def _grow(self, size: int) -> None:
-        """Add leaves up to ``size``: from entries appended here, else read back (lock held).
-
-        An entry missing here was stored by another process, or by a thread of this one that
-        has not taken its entry in yet; either way it is durable, so it can be read.
-        """
-        tree = self._tree
-        while tree.size < size:
-            following = tree.size + 1
-            entry = self._arrived.pop(following, None)
-            if entry is not None:
-                tree.append(entry.leaf_hash)
-                continue
-            stop = min((seq for seq in self._arrived if seq > following), default=size + 1)
-            # The leaves only: no need to parse what is stored to hash it.
-            batch = self._backend.read_canonical(following, min(stop, following + BATCH))
-            if not batch or batch[0][0] != following:
-                raise LedgerIntegrityError(
-                    f"entry {tree.size + 1} is missing from {self.url}; {VERIFY_THE_LEDGER}",
-                    seq=tree.size + 1,
-                    reason="missing",
-                    field="seq",
+    def _append_queue(self) -> AppendQueue:
+        """The queue ``aappend`` stores through: made when first needed, and again once a
+        failed store stopped it."""
+        with self._appends_lock:
+            appends = self._appends
+            if appends is None or appends.failure is not None:
+                appends = self._appends = AppendQueue(
+                    self.store, inline=not self._backend.appends_wait, stopped=_as_raised
                 )
-            following_on: list[bytes] = []
-            for seq, canonical in batch:
-                if seq != following + len(following_on):
-                    break
-                following_on.append(leaf_hash(canonical))
-            tree.extend(following_on)
-        for seq in [seq for seq in self._arrived if seq <= tree.size]:
-            del self._arrived[seq]
+            return appends
+
+
+def _as_raised(error: Exception) -> LedgerError:
+    """A failed store's ``error`` as ``aappend`` raises it: as ``append`` would have."""
+    if isinstance(error, LedgerError):
+        return error
+    failure = LedgerError(f"{type(error).__name__}: {error}")
+    failure.__cause__ = error
+    return failure
 
 
 def _whole(name: str, value: object, *, optional: bool = False) -> None:

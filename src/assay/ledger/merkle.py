@@ -25,7 +25,7 @@ import itertools
 from collections.abc import Iterable, Sequence
 
 from assay.errors import ProofError
-from assay.ledger._seal import node_hashes
+from assay.ledger.compiled import node_hashes
 
 HASH_SIZE = 32
 """Bytes in a SHA-256 digest: every leaf hash, node hash, root and proof element."""
@@ -91,8 +91,9 @@ class MerkleTree:
 
     def extend(self, leaf_hashes: Iterable[bytes]) -> None:
         """``append`` each of ``leaf_hashes`` in order, a level at a time: the same tree, with
-        the same hashes, for a fraction of the calls (each level's new nodes are hashed in C,
-        with OpenSSL; ``append`` and the proof verifiers use hashlib)."""
+        the same hashes, for a fraction of the calls (each level's new nodes are hashed by
+        ``compiled.node_hashes``, in C with OpenSSL where it was built; ``append`` and the
+        proof verifiers use hashlib)."""
         added = list(leaf_hashes)
         joined = b"".join(added)
         if len(joined) != HASH_SIZE * len(added):

@@ -31,18 +31,15 @@ checkpoint), and ``LedgerIntegrityError`` says what it is; nothing is signed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from assay.errors import CheckpointError, LedgerIntegrityError, ProofError
-from assay.ledger.backend import BATCH, StoredCheckpoint
+from assay.ledger.backends.protocol import BATCH
+from assay.ledger.backends.stored import StoredCheckpoint
 from assay.ledger.checkpoint import Checkpoint, SigningKey, verify_checkpoint
 from assay.ledger.entry import GENESIS_HASH, VERIFY_THE_LEDGER, parse_entry
 from assay.ledger.merkle import EMPTY_ROOT, leaf_hash
 from assay.ledger.proof import ConsistencyProof, TreeHead
+from assay.ledger.tree import LedgerTree
 from assay.ledger.verification import TOO_DEEP, LedgerProblem, LedgerReport, verify_ledger
-
-if TYPE_CHECKING:
-    from assay.ledger.ledger import Ledger
 
 
 class _UnsoundError(Exception):
@@ -50,28 +47,28 @@ class _UnsoundError(Exception):
         self.problem = problem
 
 
-def sound_head(ledger: Ledger, signing_key: SigningKey) -> TreeHead:
-    """The tree head of ``ledger`` to sign with ``signing_key``, checked as the module says;
-    ``LedgerIntegrityError`` naming the first thing wrong instead."""
+def sound_head(tree: LedgerTree, signing_key: SigningKey) -> TreeHead:
+    """The head of the ledger ``tree`` covers, to sign with ``signing_key``, checked as the
+    module says; ``LedgerIntegrityError`` naming the first thing wrong instead."""
     # Checkpoints before the entries: each covers entries already stored.
-    stored = ledger.backend.stored_checkpoints()
+    stored = tree.backend.stored_checkpoints()
     head: TreeHead | None = None
     try:
-        head = ledger.refresh()
-        start = _checked_checkpoints(ledger, stored, head, signing_key)
+        head = tree.refresh()
+        start = _checked_checkpoints(tree, stored, head, signing_key)
         if start is not None:
-            _check_entries(ledger, start, head)
+            _check_entries(tree, start, head)
             return head
         found = None
     except _UnsoundError as unsound:
         found = unsound.problem
     except LedgerIntegrityError as error:  # the tree found an entry missing
         found = LedgerProblem(error.seq, error.field, f"entry {error.seq} is missing")
-    report = verify_ledger(ledger.backend)
-    problem = report.problem or found or _tree_problem(ledger, report, head)
+    report = verify_ledger(tree.backend)
+    problem = report.problem or found or _tree_problem(tree, report, head)
     if problem is not None:
         raise LedgerIntegrityError(
-            f"{ledger.url}: {problem}; nothing was signed: {VERIFY_THE_LEDGER}",
+            f"{tree.backend.url}: {problem}; nothing was signed: {VERIFY_THE_LEDGER}",
             seq=problem.seq,
             reason=problem.reason,
             field=problem.field,
@@ -81,7 +78,7 @@ def sound_head(ledger: Ledger, signing_key: SigningKey) -> TreeHead:
 
 
 def _checked_checkpoints(
-    ledger: Ledger, stored: list[StoredCheckpoint], head: TreeHead, signing_key: SigningKey
+    tree: LedgerTree, stored: list[StoredCheckpoint], head: TreeHead, signing_key: SigningKey
 ) -> int | None:
     """Check that each stored checkpoint is well formed and that ``head`` extends it, and the
     signature of the latest one ``signing_key`` signed; the size that one covers, or ``None``
@@ -101,10 +98,10 @@ def _checked_checkpoints(
                 f"entries, but only {head.size} are stored"
             )
             raise _UnsoundError(LedgerProblem(missing, "seq", reason, number))
-        if not _extends(ledger, checkpoint, head):
+        if not _extends(tree, checkpoint, head):
             reason = (
                 f"checkpoint {number}'s root for {checkpoint.size} entries is "
-                f"{checkpoint.root}, but the stored entries give {ledger.root(checkpoint.size)}"
+                f"{checkpoint.root}, but the stored entries give {tree.root(checkpoint.size)}"
             )
             raise _UnsoundError(LedgerProblem(None, "root", reason, number))
         if checkpoint.key_id == signing_key.key_id:
@@ -119,12 +116,12 @@ def _checked_checkpoints(
     return checkpoint.size
 
 
-def _extends(ledger: Ledger, checkpoint: Checkpoint, head: TreeHead) -> bool:
+def _extends(tree: LedgerTree, checkpoint: Checkpoint, head: TreeHead) -> bool:
     """Whether the tree of ``head`` extends the one ``checkpoint`` signed: by RFC 9162's
     consistency proof from its root, or, from the empty tree, which has no proof, its root."""
     if checkpoint.size == 0:
         return checkpoint.root == EMPTY_ROOT.hex()
-    path = ledger.consistency(checkpoint.size, head.size).path
+    path = tree.consistency(checkpoint.size, head.size).path
     proof = ConsistencyProof(checkpoint.size, checkpoint.root, head.size, head.root, path)
     try:
         proof.verify()
@@ -133,7 +130,7 @@ def _extends(ledger: Ledger, checkpoint: Checkpoint, head: TreeHead) -> bool:
     return True
 
 
-def _check_entries(ledger: Ledger, start: int, head: TreeHead) -> None:
+def _check_entries(tree: LedgerTree, start: int, head: TreeHead) -> None:
     """Check the entries after ``start`` up to ``head``, and entry ``start`` itself (whose
     hash the next links to): each parses strictly, takes its place, links to the one before
     and is the leaf the tree holds."""
@@ -141,8 +138,8 @@ def _check_entries(ledger: Ledger, start: int, head: TreeHead) -> None:
     first = max(start, 1)
     for batch in range(first, head.size + 1, BATCH):
         stop = min(batch + BATCH, head.size + 1)
-        rows = ledger.backend.read_canonical(batch, stop)
-        leaves = ledger.leaf_hashes(batch, stop)
+        rows = tree.backend.read_canonical(batch, stop)
+        leaves = tree.leaf_hashes(batch, stop)
         for seq, held in zip(range(batch, stop), leaves, strict=True):
             row = rows[seq - batch] if seq - batch < len(rows) else None
             if row is None or row[0] != seq:
@@ -171,9 +168,9 @@ def _check_entries(ledger: Ledger, start: int, head: TreeHead) -> None:
 
 
 def _tree_problem(
-    ledger: Ledger, report: LedgerReport, head: TreeHead | None
+    tree: LedgerTree, report: LedgerReport, head: TreeHead | None
 ) -> LedgerProblem | None:
-    """What keeps the tree ``ledger`` holds from being the one the verified entries give."""
+    """What keeps ``tree`` from being the one the verified entries give."""
     if head is not None and report.size < head.size:
         missing = report.size + 1
         reason = (
@@ -181,17 +178,17 @@ def _tree_problem(
             f"{report.size} are stored"
         )
         return LedgerProblem(missing, "seq", reason)
-    if ledger.root(report.size) == report.root:
+    if tree.root(report.size) == report.root:
         return None
     for batch in range(1, report.size + 1, BATCH):
         stop = min(batch + BATCH, report.size + 1)
-        rows = ledger.backend.read_canonical(batch, stop)  # verified: gapless
-        for (seq, text), leaf in zip(rows, ledger.leaf_hashes(batch, stop), strict=False):
+        rows = tree.backend.read_canonical(batch, stop)  # verified: gapless
+        for (seq, text), leaf in zip(rows, tree.leaf_hashes(batch, stop), strict=False):
             if leaf_hash(text) != leaf:
                 return LedgerProblem(seq, "entry", _changed(seq, text, leaf))
     reason = (
         f"the stored entries give root {report.root} for {report.size} entries, but the "
-        f"ledger's tree holds {ledger.root(report.size)}"
+        f"ledger's tree holds {tree.root(report.size)}"
     )
     return LedgerProblem(None, "root", reason)
 

@@ -9,7 +9,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from assay.clock import SYSTEM_CLOCK, Clock
 from assay.defaults import DEFAULT_LEDGER_URL
 from assay.errors import LedgerError
-from assay.ledger.backend import LedgerBackend
+from assay.ledger.backends.protocol import LedgerBackend
 from assay.ledger.credentials import hide_password, userinfo_end
 from assay.ledger.ledger import Ledger
 from assay.redaction import Redaction
@@ -35,7 +35,7 @@ def open_backend(url: str = DEFAULT_URL, *, create: bool = True) -> LedgerBacken
     scheme, _, rest = url.partition(":")
     scheme = scheme.lower()
     if scheme == "memory" and rest in ("", "//"):
-        from assay.ledger.memory import MemoryBackend
+        from assay.ledger.backends.memory import MemoryBackend
 
         return MemoryBackend()
     if scheme == "sqlite":
@@ -57,7 +57,7 @@ def open_ledger(
 
 
 def _sqlite(url: str, rest: str, create: bool) -> LedgerBackend:
-    from assay.ledger.sqlite import SQLiteBackend
+    from assay.ledger.backends.sqlite import SQLiteBackend
 
     if rest in ("", "//", "///"):
         return SQLiteBackend("assay.db", create=create)
@@ -67,7 +67,7 @@ def _sqlite(url: str, rest: str, create: bool) -> LedgerBackend:
 
 
 def _postgres(url: str, create: bool) -> LedgerBackend:
-    from assay.ledger.postgres import PostgresBackend
+    from assay.ledger.backends.postgres import PostgresBackend
 
     rest = url.partition("://")[2]
     problem = _userinfo_problem(rest[: max(userinfo_end(rest), 0)])

@@ -29,7 +29,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from assay.errors import CheckpointError, LedgerIntegrityError
 from assay.json.path import json_type_name
-from assay.ledger.backend import BATCH, LedgerBackend, StoredCheckpoint, StoredRow
+from assay.ledger.backends.protocol import BATCH, LedgerBackend
+from assay.ledger.backends.stored import StoredCheckpoint, StoredRow
 from assay.ledger.checkpoint import Checkpoint, key_id, load_public_key, verify_checkpoint
 from assay.ledger.entry import (
     GENESIS_HASH,

@@ -18,7 +18,7 @@ import uvicorn
 from assay.host import Host, load_application
 from assay.host.collector import prepare_to_serve
 from assay.host.loopback import KEEP_ALIVE_S, listen
-from assay.ledger.backend import hide_password
+from assay.ledger.credentials import hide_password
 from assay.ledger.url import open_ledger
 from assay.redaction import Redaction
 from assay.server.access_log import withhold_query_values

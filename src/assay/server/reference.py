@@ -120,7 +120,7 @@ async def _document() -> dict[str, Any]:
     from assay.examples.outpost import APPLICATION
     from assay.host import Host
     from assay.ledger import Ledger
-    from assay.ledger.memory import MemoryBackend
+    from assay.ledger.backends.memory import MemoryBackend
     from assay.server.app import create_app
     from assay.workflow.definition import Workflow
     from assay.workflow.examples import COMPETITOR_DEEP_DIVE

@@ -28,21 +28,20 @@ import psycopg
 from psycopg import sql
 
 from assay.errors import LedgerError
-from assay.ledger.backend import (
-    BATCH,
+from assay.ledger.backends.group_commit import GroupCommit, GroupCommittedBackend
+from assay.ledger.backends.protocol import BATCH
+from assay.ledger.backends.query import EntryFilter, seq_span
+from assay.ledger.backends.stored import (
     COLUMNS,
-    EntryFilter,
     StoredCheckpoint,
     StoredRow,
     checkpoint_fields,
     entry_row,
-    seq_span,
     stored_checkpoints_of,
 )
 from assay.ledger.checkpoint import Checkpoint
 from assay.ledger.credentials import hide_password, shows_password, withheld_reason
 from assay.ledger.entry import GENESIS_HASH, Entry, EntryDraft, entry_from_canonical, seal_all
-from assay.ledger.group_commit import GroupCommit, GroupCommittedBackend
 from assay.ledger.lease import Closing, Lease, check_lease, closeable, local_now, taken_over
 
 _SCHEMA: Final[LiteralString] = """

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from assay.errors import LedgerError
-from assay.ledger.backend import LedgerBackend
+from assay.ledger.backends.protocol import LedgerBackend
 from assay.ledger.entry import Entry, EntryDraft, seal_all
 
 Head = tuple[int, str]

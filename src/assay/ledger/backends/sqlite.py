@@ -27,16 +27,16 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from assay.errors import LedgerError
-from assay.ledger.backend import (
-    BATCH,
+from assay.ledger.backends.group_commit import GroupCommit, GroupCommittedBackend
+from assay.ledger.backends.protocol import BATCH
+from assay.ledger.backends.query import EntryFilter, seq_span
+from assay.ledger.backends.stored import (
     CHECKPOINT_FIELDS,
     COLUMNS,
-    EntryFilter,
     StoredCheckpoint,
     StoredRow,
     checkpoint_fields,
     entry_row,
-    seq_span,
     stored_checkpoints_of,
 )
 from assay.ledger.checkpoint import Checkpoint
@@ -48,7 +48,6 @@ from assay.ledger.entry import (
     format_timestamp,
     seal_all,
 )
-from assay.ledger.group_commit import GroupCommit, GroupCommittedBackend
 from assay.ledger.lease import Closing, Lease, check_lease, closeable, local_now, taken_over
 
 _T = TypeVar("_T")

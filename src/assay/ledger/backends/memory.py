@@ -15,14 +15,9 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 
 from assay.errors import LedgerError
-from assay.ledger.backend import (
-    CHECKPOINT_FIELDS,
-    EntryFilter,
-    LedgerBackend,
-    StoredCheckpoint,
-    StoredRow,
-    query_fields,
-)
+from assay.ledger.backends.protocol import LedgerBackend
+from assay.ledger.backends.query import EntryFilter, query_fields
+from assay.ledger.backends.stored import CHECKPOINT_FIELDS, StoredCheckpoint, StoredRow
 from assay.ledger.checkpoint import Checkpoint
 from assay.ledger.entry import GENESIS_HASH, Entry, EntryDraft, entry_from_canonical, seal_all
 from assay.ledger.lease import (
