@@ -4,11 +4,9 @@ A ``Checkpoint`` signs exactly the bytes of ``checkpoint_message``::
 
     assay-checkpoint/v1\\n{size}\\n{root}\\n{timestamp}\\n
 
-``size`` in decimal, ``root`` as 64 lowercase hex digits and ``timestamp`` as RFC 3339 UTC
-(``2026-07-23T16:49:52.123456Z``), each line ending in one ``\\n``. The first line names the
-format, so a signature over anything else never passes for a checkpoint. ``key_id`` is the
-first 16 hex digits of the SHA-256 of the raw 32-byte public key; it picks the key to verify
-with and is not itself signed. All cryptography is the ``cryptography`` package's.
+``size`` in decimal, ``root`` as 64 lowercase hex digits, ``timestamp`` as RFC 3339 UTC.
+``key_id``, the first 16 hex digits of the SHA-256 of the raw public key, picks the key to
+verify with and is not itself signed.
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
 """Passwords in a ledger's URL, kept out of everything shown: the URL, and what a database
 driver says about it.
 
-A PostgreSQL URL holds a password in its userinfo (``postgresql://user:PASSWORD@host/db``) or
-in a ``password`` query parameter; a libpq connection string (``host=db password=...``) in its
-``password`` keyword. ``hide_password`` writes each as ``***``. A password written with an
-``@``, ``/``, ``?`` or ``#`` not percent-encoded makes a URL that parsers read apart: libpq
-ends the userinfo at the first ``@`` unless a ``/`` comes first, Python's ``urlsplit`` ends the
-authority at the first ``/``, ``?`` or ``#``. So the userinfo is taken to end at the latest
-``@`` any of them could end it at, or that a password holding both ``/`` and ``?`` could
-(``userinfo_end``), and all of it after the first ``:`` is hidden.
-
-Drivers quote what they could not parse (libpq: ``invalid percent-encoded token:
-"hunter2%ZZ"``), and a password read apart reaches the host name psycopg cannot resolve.
-``shows_password`` says whether a message holds any text that could be the password or a part
-of it, and then none of that message may be shown (``withheld_reason`` says why instead):
-hiding only the matches would show where, and so what, they were.
+``hide_password`` writes a PostgreSQL URL's password (in its userinfo or a ``password`` query
+parameter) or a libpq connection string's ``password`` as ``***``; the userinfo is taken to
+end at the latest ``@`` any parser could end it at (``userinfo_end``), so a password written
+unencoded is hidden whole. ``shows_password`` says whether a message holds any text that could
+be the password or a part of it; such a message is not shown at all, and ``withheld_reason``
+says why instead, since hiding only the matches would show what they were.
 """
 
 from __future__ import annotations

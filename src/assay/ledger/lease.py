@@ -1,18 +1,11 @@
 """Leases: which hosts are alive on a ledger, kept beside its entries and never among them.
 
-A host (a daemon, an MCP server) takes a lease under an owner id of its own when it starts,
-renews it while it runs and releases it when it stops cleanly; each fire it records names
-that owner (the fire body's ``owner``). A fire left open (no settlement or refusal follows
-it) whose owner holds no live lease was left by a host that stopped uncleanly, and another
-host closes it with a ``Closing``: atomically with every other append and lease change, so
-that two hosts closing the same fires store one settlement each, and never while its owner's
-lease is live.
-
-A lease is operational state, not evidence: it is not hashed, chained or exported, and it
-changes (renewed, released) where entries never do. Expiry is judged by the store's clock:
-PostgreSQL's ``now()``, which every daemon on every machine shares; this machine's for SQLite
-(whose writers share one machine) and memory. A caller may give ``now`` instead, to run on a
-virtual clock in tests.
+A host takes a lease under an owner id of its own when it starts, renews it while it runs and
+releases it when it stops cleanly; each fire it records names that owner. A fire left open
+whose owner holds no live lease is closed by another host with a ``Closing``, atomically with
+every other append and lease change, so that each fire gets one settlement. A lease is
+operational state, not evidence: never hashed, chained or exported. Expiry is judged by the
+store's clock, or by ``now`` when a caller gives one (tests run on a virtual clock).
 """
 
 from __future__ import annotations

@@ -2,20 +2,10 @@
 
 A leaf hashes as ``SHA-256(0x00 || data)`` and an interior node as
 ``SHA-256(0x01 || left || right)``; the distinct prefixes keep a leaf from passing for a node.
-``MerkleTree`` makes roots, inclusion proofs (§2.1.3) and consistency proofs (§2.1.4);
-``verify_inclusion`` and ``verify_consistency`` check them without trusting any tree, following
-§2.1.3.2 and §2.1.4.2 step by step, and raise ``ProofError`` saying what did not hold.
-
-How the tree stays fast. As leaves arrive, ``append`` stores the hash of every *complete*
-subtree: level ``k`` holds, in order, the roots of the aligned blocks of ``2**k`` leaves
-``[i * 2**k, (i + 1) * 2**k)`` that are full, so a leaf costs one hash on average and the
-levels together hold about ``2n`` hashes (``64n`` bytes, in one ``bytearray`` per level).
-Every subtree that RFC 9162's recursion visits (split at the largest power of two below its
-size) starts on a multiple of the next power of two at or above its size, so it is a run of
-at most ``log2 n`` of those stored blocks, largest first; its root folds them from the right.
-A root therefore costs at most ``log2 n`` hashes, and a proof at most that many in all: each
-proof takes one stored block per level and folds at most one incomplete subtree, the one on
-the right edge of the tree it was asked about.
+``MerkleTree`` makes roots, inclusion proofs (§2.1.3) and consistency proofs (§2.1.4), each
+in at most ``log2 n`` hashes; ``verify_inclusion`` and ``verify_consistency`` check them
+without trusting any tree, step by step as §2.1.3.2 and §2.1.4.2 have it, and raise
+``ProofError`` saying what did not hold.
 """
 
 from __future__ import annotations

@@ -2,31 +2,12 @@
 that fails its checks.
 
 ``sound_head`` gives the head ``Ledger.checkpoint`` signs. Every stored checkpoint must be well
-formed, cover no more entries than are stored, and be extended by the tree to be signed (a
-consistency proof from its root). What else is checked depends on what the ledger holds:
-
-- Once the signing key has signed a checkpoint of this ledger, the latest one it signed is
-  where the check starts: its signature must hold, and the entries after it must each parse
-  strictly (``parse_entry``), take their place, link to the entry before and be the leaf the
-  tree holds. The entries it covers are vouched for by its signature and its root, which the
-  tree must still give. So a checkpoint costs what the entries since the last one cost to
-  check, not what the whole ledger does. What that leaves unread: the entries it covers are
-  not parsed again (a ledger opened afresh, as ``assay ledger checkpoint`` opens one, builds
-  its tree from them as stored, so a change to one shows as a root that no longer holds; a
-  long-running process signs the root of the entries as its tree took them in, and ``assay
-  ledger verify`` finds the change), and the columns queries filter on are not compared.
-- Otherwise, the first time a key signs this ledger, all of it is verified (``verify_ledger``:
-  every entry, its columns, the chain, the tree and every checkpoint), and the tree the ledger
-  holds must give the root the stored entries do.
-
-Measured on the shared 2-core development machine, on a SQLite ledger of 100,000 entries of
-about 830 bytes: ``verify_ledger`` took 2.7-3.0 s (about 28 µs an entry) and building the tree
-0.26 s; ``assay ledger checkpoint`` took 0.45-0.47 s before it checked anything, 4.2-4.4 s for
-a key's first checkpoint, and 0.49-0.55 s for the next with 1,000 entries stored since. A full
-check at every checkpoint would cost about half a minute per million entries, each time.
-
-When anything is wrong, the whole ledger is verified to name the first bad entry (or
-checkpoint), and ``LedgerIntegrityError`` says what it is; nothing is signed.
+formed, cover no more entries than are stored, and be extended by the tree to be signed. The
+first time a key signs this ledger, all of it is verified (``verify_ledger``); after that the
+check starts from the latest checkpoint that key signed, whose signature and root must hold,
+and each entry stored since must parse strictly and link into the chain and the tree. When
+anything is wrong, the whole ledger is verified to name the first bad entry or checkpoint,
+``LedgerIntegrityError`` says what it is, and nothing is signed.
 """
 
 from __future__ import annotations

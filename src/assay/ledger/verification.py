@@ -1,20 +1,11 @@
 """Re-checking a ledger from what is stored, trusting nothing: ``assay ledger verify``.
 
-``verify_ledger`` reads every stored row and checkpoint and checks that the seqs run 1, 2, 3
-with no gap, each entry is exactly the canonical JSON of a well-formed entry whose hash
-recomputes, each column agrees with the entry, each ``prev_hash`` is the previous hash, and
-every checkpoint is well formed, covers no more entries than are stored, holds the Merkle
-root of the entries it covers and (given public keys) carries a valid signature by the key
-its ``key_id`` names. The report names the first thing that is wrong. ``export_jsonl``
-writes a ledger as JSON lines and ``verify_jsonl`` runs the same checks on such a file,
-offline. ``read_entries`` reads entries for showing them, checking only that each can be read
-as the entry at its place.
-
-A ledger that verifies may still have lost its last entries, or be an older copy: every prefix
-of a ledger is itself a ledger that verifies. Given a ``trusted`` tree head (a size and root
-noted earlier, from ``GET /v1/ledger/head`` or an earlier verify), the check also requires the
-stored entries to extend it: at least that many, whose Merkle root at that size is that root.
-A signed checkpoint in the ledger does the same for its own head.
+``verify_ledger`` checks every stored row and checkpoint: gapless seqs, each entry the
+canonical JSON of a well-formed entry whose hash recomputes, columns that agree with it, the
+hash chain, and checkpoints that hold the Merkle root of the entries they cover and (given
+public keys) a valid signature; the report names the first thing wrong. Given a ``trusted``
+tree head, the stored entries must also extend it. ``export_jsonl`` writes a ledger as JSON
+lines and ``verify_jsonl`` checks such a file offline; ``read_entries`` reads entries to show.
 """
 
 from __future__ import annotations

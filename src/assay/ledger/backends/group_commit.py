@@ -1,25 +1,12 @@
 """Group commit: many appenders, one writer at a time, one transaction and one sync per batch.
 
-An append that finds no one writing and nothing queued is written by its own thread, at
-once, with no hand-off to another thread and back. One that arrives while a batch is being
-written is queued, and a writer thread of the group's own commits everything queued as one
-batch (one transaction, one durable commit) as soon as the batch before is done, then the
-next, for as long as there is a queue. So under load one sync serves every entry that
-arrived during the last one, and the writer goes from one commit to the next without
-waiting to be scheduled: a role handed from caller to caller would wait, each time, for the
-new holder to be woken and to get the GIL, with the disk idle meanwhile.
-
-Entries are sealed (given their seq and hash) as they are submitted, by the appender's own
-thread, after the last entry sealed before them: the writer's part between two syncs is
-then only the insert. Sealing ahead is a guess that what is queued will be stored in order
-after the head this process last stored; when a write fails, or another process moved the
-head, the guess is dropped and the writer seals the next batch itself, after the head it
-knows (or the store reads it, inside its transaction, when none is known).
-
-The callers of a committed batch are woken one after another, each by the one before it,
-rather than all at once by the writer: a thread woken while many others also wait for the
-GIL waits for it a second time, and with many threads those waits cost more than the work
-(docs/ledger.md has the figures).
+An append that finds no one writing and nothing queued is written at once by its own thread.
+One that arrives while a batch is being written is sealed (given its seq and hash) by its own
+thread, after the last entry sealed, and queued; a writer thread of the group's own commits
+everything queued as one batch as soon as the batch before is done. When a write fails, or
+another process moved the head, the writer seals the next batch itself after the head it
+knows. A batch's callers are woken one after another, each by the one before (docs/ledger.md,
+"What it takes", says why).
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """The PostgreSQL backend: one gapless order shared by writers in many processes and machines.
 
-Each append transaction takes a transaction-level advisory lock, so writers anywhere serialize
-on the database while readers never wait. Within one process appends go through
-``GroupCommit``, one transaction per batch, sealed after the head this writer last committed
-and sent as one pipeline (lock, inserts, commit: one round trip); if another writer moved the
-head, the trigger below refuses the batch whole, and it is sealed again after the head read
-under the lock.
-Triggers refuse UPDATE, DELETE and TRUNCATE of entries and checkpoints, and an insert that
-does not take the next seq and link to the last hash. The schema is created on open.
-
-Leases live in ``ledger_leases``, their times by the server's clock (``now()``), so that
-daemons on machines whose clocks differ judge expiry alike. ``close_fires`` runs on the
-writer's connection in one transaction under the append lock, the lease rows locked.
+Each append transaction takes a transaction-level advisory lock, so writers anywhere
+serialize while readers never wait; within one process appends go through ``GroupCommit``,
+one pipelined transaction per batch. Triggers refuse UPDATE, DELETE and TRUNCATE of entries
+and checkpoints, and an insert that does not take the next seq and link to the last hash. The
+schema is created on open. Leases live in ``ledger_leases``, timed by the server's ``now()``;
+``close_fires`` runs under the append lock, the lease rows locked.
 """
 
 from __future__ import annotations

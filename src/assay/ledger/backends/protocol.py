@@ -1,17 +1,11 @@
 """Where a ledger keeps its entries: the small interface every storage backend implements.
 
-A backend stores sealed entries in one gapless order and never changes or drops one. It
+A backend stores sealed entries in one gapless order and never changes or drops one: it
 assigns ``seq`` and ``prev_hash`` and computes the hash inside ``append``, atomically with
-storing, so concurrent appenders (threads here, processes too where the store allows) get
-one chain. ``append`` returns only once the entries are durable. The same conformance suite
-(``tests/test_ledger_conformance.py``) runs against every backend.
-
-Reads come in two forms: ``read``/``iterate``/``query`` give entries as stored, trusting
-them; ``stored_rows``/``stored_checkpoints`` give every row exactly as the store holds it, for
-``verify_ledger`` to check without trusting anything.
-
-Beside the entries a backend keeps the hosts' leases (``assay.ledger.lease``): operational
-state, never evidence, which ``close_fires`` consults and changes atomically with its append.
+storing, and returns only once the entries are durable. ``read``/``iterate``/``query`` give
+entries trusting them; ``stored_rows``/``stored_checkpoints`` give rows exactly as stored, for
+``verify_ledger``. Beside the entries it keeps the hosts' leases (``assay.ledger.lease``).
+``tests/test_ledger_conformance.py`` runs against every backend.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """The SQLite backend, assay's embedded default: one file, WAL, durable group commits.
 
-Appends go through ``GroupCommit``: whoever is writing commits everything waiting in one
-transaction, so several processes may share the file and still get one chain. The batch is
-sealed after the head this writer last committed and stored by one multi-row INSERT, its own
-transaction; if another process moved the head, the trigger below refuses it whole, and the
-batch is sealed again after the head read inside a ``BEGIN IMMEDIATE`` transaction.
-``synchronous=FULL`` makes each commit durable before any appender is answered. The database
-itself refuses an UPDATE or DELETE of an entry or a checkpoint, and an insert that does not
-take the next seq and link to the last hash.
-
-Leases live in ``ledger_leases``, their times as fixed-width RFC 3339 text by this machine's
-clock (every process writing the file runs on it). Lease changes and ``close_fires`` go
-through a connection of their own, each in a ``BEGIN IMMEDIATE`` transaction: SQLite's one
-write lock, which every append takes too, is the lock they are checked and done under.
+Appends go through ``GroupCommit``, one multi-row INSERT per batch, so several processes may
+share the file and still get one chain; ``synchronous=FULL`` makes each commit durable before
+any appender is answered. Triggers refuse an UPDATE or DELETE of an entry or a checkpoint, and
+an insert that does not take the next seq and link to the last hash. Leases live in
+``ledger_leases``, by this machine's clock; lease changes and ``close_fires`` run in
+``BEGIN IMMEDIATE`` transactions, under the write lock every append takes.
 """
 
 from __future__ import annotations
