@@ -1,15 +1,10 @@
 """``StreamableHttpEndpoint``: an ``MCPServer`` over streamable HTTP, on a loopback address.
 
-The MCP port has no authentication of its own, so it binds to loopback only, as the HTTP
-daemon does without tokens: a non-loopback host is refused before anything listens.
-
-A posted body that is not a message the server can act on is answered with status 400 and
-the JSON-RPC error ``assay.mcp.messages`` words, as stdio answers the same line. The SDK's
-transport would answer some with a dump of pydantic's errors and read a request whose id is
-``true`` or ``1.5`` as a notification: accepted (202), and never answered. A request the
-client cancels (``notifications/cancelled``) while in flight is not answered: its event
-stream ends without the ``-32800`` error the SDK's transport would send, as the MCP spec
-has it.
+The MCP port has no authentication of its own, so a non-loopback host is refused before
+anything listens. A posted body that is not a message the server can act on is answered with
+status 400 and the JSON-RPC error ``assay.mcp.messages`` words, as stdio answers the same
+line. A request the client cancels while in flight is not answered: its event stream ends,
+as the MCP spec has it.
 """
 
 from __future__ import annotations

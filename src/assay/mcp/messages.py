@@ -1,16 +1,11 @@
 """Reading one JSON-RPC message from a client, or the error that answers it when it is none.
 
 Both transports read through ``read_message``, so a client hears the same answer for the same
-mistake over stdio and over streamable HTTP: a text that is not JSON is a parse error
-(-32700); one that is JSON but not a valid message is an invalid request (-32600) naming the
-first field at fault. A request whose id is neither a string nor an integer (``true``,
-``1.5``, ``null``) would be read by the SDK's types as a notification and never answered, so
-it is refused too. The error goes under the request's id when it can be written back, else
-under a null id, as JSON-RPC 2.0 has it when the id cannot be determined.
-
-A valid message whose params are not what its method takes (``tools/call`` with a list for
-``arguments``) is answered by ``ParamsRefusal`` with invalid params (-32602) naming the field,
-what it must be and what was sent, where the SDK says only "Invalid request parameters".
+mistake over stdio and over streamable HTTP: a parse error (-32700) for text that is not JSON,
+an invalid request (-32600) naming the first field at fault for JSON that is not a valid
+message, including a request whose id is neither a string nor an integer. The error goes
+under the request's id when it can be written back, else under a null id. ``ParamsRefusal``
+answers valid messages whose params are not what the method takes (-32602, naming the field).
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
 """``serve_stdio``: an ``MCPServer`` over this process's stdin and stdout, on the event loop.
 
-The SDK's stdio transport reads and writes through anyio's file wrappers, which run every
-line read, every write and every flush in a worker thread: three thread round trips per
-request, about 0.5 ms of the SDK echo tool's 1.75 ms round trip in ``bench/mcp_verify.py``.
-When stdin and stdout are pipes or sockets, as an MCP client that launches a server makes
-them, this transport reads and writes them on the event loop instead; a regular file (a
-batch of requests, a file of answers) is read or written in a worker thread. Anything else
-(a terminal, a device, stdout and stderr sharing one pipe) is served by the SDK's transport.
-
-As the SDK's transport does, it serves the wire from private duplicates of fds 0 and 1 and
-points fd 0 at the null device and fd 1 at stderr meanwhile, so that stray output from a
-handler or a child process cannot corrupt the protocol; both are restored on return. One
-JSON-RPC message per line, UTF-8 (a line that is not is refused, where the SDK replaces the
-bytes); blank lines are skipped. A line that is not a valid message (not JSON, a string
-containing a lone surrogate such as ``\ud800``, a key given twice, ``NaN``, a method that is
-not a string, an id that is neither a string nor an integer) is answered at once with the
-JSON-RPC error ``assay.mcp.messages`` words, so its sender is not left waiting.
-
-The SDK's server cancels every request in flight when its input ends. A client may close
-stdin once it has sent its last request and still read the answers (``assay mcp < requests``
-does), so at the end of stdin this transport first waits, up to ``DRAIN_AT_EOF_S``, until
-every request read has been answered or cancelled.
+Pipes and sockets are read and written on the event loop, a regular file in a worker thread;
+anything else (a terminal, a device, stdout and stderr on one pipe) is served by the SDK's
+transport. While serving, fd 0 reads the null device and fd 1 writes to stderr, so stray
+output cannot corrupt the protocol. One JSON-RPC message per UTF-8 line, blank lines skipped;
+a line that is not a valid message is answered at once with the error ``assay.mcp.messages``
+words. At the end of stdin it waits, up to ``DRAIN_AT_EOF_S``, for every request read to be
+answered or cancelled. docs/mcp.md, "The stdio transport", has the rules and the figures.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """``POST /v1/verify`` and ``POST /v1/actions`` answered ahead of FastAPI: the hot routes.
 
-Taking a request through FastAPI (its telemetry check, middleware layers, matching some
-thirty routes, resolving the endpoint's parameters) costs more than verifying a contract
-and recording the verdict. The daemon's app (``app.Daemon``) hands these routes straight
-to ``serve_verify`` and ``serve_fire``. The verify route declared in ``actions`` (for the
-OpenAPI document) answers by the same function; errors are rendered by the app's own
-exception handlers, so a 400, 401, 403, 404 or 503 here is the problem+json the router
-would have answered. ``serve_fire`` answers a well-formed fire itself and hands any other
-(a query, a bad Idempotency-Key, a body that does not validate) to the router with the
-body it read, so that a refusal is the router's own by construction.
+The daemon's app (``app.Daemon``) hands these routes straight to ``serve_verify`` and
+``serve_fire``, because routing through FastAPI costs more than verifying a contract
+(docs/http.md, "Performance"). Errors are rendered by the app's own exception handlers, so a
+refusal here is the problem+json the router would have answered; ``serve_fire`` answers a
+well-formed fire itself and hands any other to the router, with the body it read.
 """
 
 from __future__ import annotations

@@ -1,22 +1,16 @@
 """Request bodies are JSON text in UTF-8, sent as ``application/json``, each key once per object.
 
-Every route with a body reads it by the same rules, the hot ``POST /v1/verify`` (``hot``) and
-the routes of ``JSONRoute`` alike:
+Every route with a body, the hot ``POST /v1/verify`` (``hot``) and the routes of
+``JSONRoute`` alike, reads it by these rules:
 
-- a non-empty body needs ``Content-Type: application/json`` (or an ``application/*+json``
-  type): any other, or none, is a 415 naming the type sent, where FastAPI would have
-  validated the undecoded bytes and answered that the body is not an object;
-- a UTF-8 byte order mark at the start is ignored (RFC 8259 §8.1 lets a reader ignore one);
-  other bytes that are not UTF-8 are ``json_invalid`` at the first of them;
-- a key given twice in one object is ``json_duplicate_key``: readers differ on which of the
-  two counts, and last-wins would fire ``{"action": "a", "action": "b"}`` as ``b``;
-- half of a surrogate pair (``"\\ud800"``, which ``JSON.stringify`` writes for a string cut
-  between the halves) is ``json_invalid`` at the escape: Python's ``json`` would read it
-  into a ``str`` no UTF-8 answer can carry. The hot path parses with pydantic, which refuses
-  it itself;
+- a non-empty body needs ``Content-Type: application/json`` (or ``application/*+json``):
+  any other, or none, is a 415 naming the type sent;
+- a UTF-8 byte order mark at the start is ignored; other bytes that are not UTF-8 are
+  ``json_invalid`` at the first of them;
+- a key given twice in one object is ``json_duplicate_key``;
+- half of a surrogate pair (``"\\ud800"``) is ``json_invalid`` at the escape;
 - a body nested too deeply for Python's parser is ``json_invalid``, saying so;
-- an integer of more digits than Python converts (4,300) is ``json_number_too_long``, at
-  its field (``json_text``).
+- an integer of more than 4,300 digits is ``json_number_too_long``, at its field.
 """
 
 from __future__ import annotations
