@@ -1,19 +1,11 @@
 """``assay example already-true``: three presses of "open billing", made over MCP.
 
-Each press is made as a remote model makes it: the SDK's own MCP client calls the ``fire``
-and ``did_it_work`` tools of an MCP server (``assay.mcp``) hosting the desk below, in
-process, and reads the answers the tools return.
-
-1. the already-true press: the view is already billing; the declarative verify covers the
-   write and holds, so the fire settles on its handler and carries the evidence;
-2. the ordinary press beside it: the view is elsewhere; the handler's report lands and the
-   verify contract settles it;
-3. the same press on an action that declares writes and no verify: nothing is guessed for
-   it, so it waits for a state report that an idempotent handler never sends — the honest
-   limit, shown rather than described: did_it_work says exactly what it is waiting on.
-
-Every line printed is a real answer of a real session, as the model read it (the tool's
-text content: the wire model without its null fields).
+The SDK's own MCP client calls the ``fire`` and ``did_it_work`` tools of an in-process MCP
+server hosting the desk below, as a remote model would: the already-true press (the view is
+already billing, so the fire settles on its handler with the evidence), the ordinary press
+(the handler's report lands and the verify contract settles it), and the same press on an
+action that declares writes and no verify, which waits for a report an idempotent handler
+never sends. Every line printed is a real answer, as the model read it.
 """
 
 from __future__ import annotations

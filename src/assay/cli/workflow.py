@@ -1,19 +1,10 @@
 """``assay lint FILE``, ``assay run FILE``, ``assay resume RUN_ID``, ``assay runs``.
 
-Exit codes (as for every subcommand, see ``assay.cli.main``):
-
-    lint    0 no problems; 1 problems found (each printed with its rule); 2 unreadable file
-    run     0 the run completed; 1 it parked (resume it with ``assay resume``); 2 the
-            workflow or the input is invalid (lint problems and a budget beyond the
-            ceilings included), or ``--wall-s`` is, nothing was run
-    resume  0 completed; 1 parked again; 2 bad input, no such run, or a run that cannot be
-            resumed (a completed one)
-    runs    0
-    any     70 internal error; 130 interrupted (Ctrl-C): ``run`` and ``resume`` stop at once,
-            committing nothing more, and say how to resume the run
-
-Progress goes to stderr, one line per verdict, escalation, commit and park; the run's record
-goes to stdout as JSON.
+Exit codes follow ``assay.cli.main``: 0 for no problems or a completed run, 1 for problems
+found or a parked run, 2 for a file, workflow, input or run that cannot be used (nothing is
+run), 70 on an internal error, 130 on Ctrl-C (``run`` and ``resume`` stop at once and say how
+to resume); docs/workflows.md, "CLI and exit codes", has the table. Progress goes to stderr,
+one line per verdict, escalation, commit and park; the run's record goes to stdout as JSON.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """The engine: planner → executor → verifier → commit, per step, within nested bounds.
 
-Nothing a step produces becomes workflow state until its verdict passes: only then is its
-output committed (a ``commit`` entry) and handed to later steps. A failed verdict's critique
-goes back to the planner for the next iteration of the same attempt; an attempt that runs out
-of its bounds climbs one rung of the step's escalation ladder (``fresh_attempt``, an
-alternate executor or model, ``human``); a step or workflow that runs out, a ``human`` rung,
-or the ladder's end parks the run. Every verdict, escalation, commit, park and resume is
-appended to the ledger before the engine moves on, so a run can be rebuilt and resumed from
-its entries alone. No loop here is unbounded: every iteration is charged to an attempt with a
-finite iteration bound, and every step has a finite number of attempts; no wait is unbounded
-either: every run has a wall bound (``DEFAULT_WALL_S`` when its workflow sets none), a
-planner, executor or verifier is given up on when the tightest wall bound around it runs out,
-and one that does not stop then is abandoned and the run parked (``assay.workflow.wall``). An
-output larger than its step's ``output_bytes`` fails its verdict
-unjudged and never reaches the ledger; a run's input, or a resume's, larger than the
-workflow's is refused before anything is recorded.
+A step's output becomes workflow state, committed and handed to later steps, only once its
+verdict passes. A failed verdict's critique goes back to the planner; an attempt that runs
+out of its bounds climbs the step's escalation ladder; a step or workflow out of bounds, a
+``human`` rung or the ladder's end parks the run. Every verdict, escalation, commit, park and
+resume is appended to the ledger before the engine moves on, so a run can be rebuilt and
+resumed from its entries. No loop or wait is unbounded (docs/workflows.md, "Budgets").
 """
 
 from __future__ import annotations

@@ -2,15 +2,11 @@
 
 Rules, each named in every problem it reports:
 
-- ``zero-case``: every expression criterion holds on the step's declared ``empty_output``
-  (with the workflow's ``example_input``, or the run's input, and earlier steps' empty outputs
-  as the input context), and the empty output fits the step's ``budget.output_bytes``. A
-  criterion that fails there, or a limit it is over, would keep an honest step that found
-  nothing to do from ever finishing.
-- ``scope``: expression criteria read only ``input`` and ``output``.
-- ``effort``: no criterion reads how hard the step tried (attempts, iterations, elapsed time,
-  tokens, tries; its own duration or cost) rather than what it produced.
-- ``irreversible``: an irreversible step checks the world with at least one state criterion.
+- ``zero-case``: every expression criterion holds on the step's declared ``empty_output``,
+  which fits the step's ``budget.output_bytes``;
+- ``scope``: expression criteria read only ``input`` and ``output``;
+- ``effort``: no criterion reads how hard the step tried rather than what it produced;
+- ``irreversible``: an irreversible step checks the world with at least one state criterion;
 - ``no-gate``: a step has at least one criterion or a verifier prompt.
 
 State criteria are not evaluated at load time: they read the world, which only a run sees.

@@ -1,19 +1,12 @@
 """The model verifier: a language model rules on a step's output, its answer constrained to
-the verdict's JSON schema. The model is behind an OpenAI-compatible chat completions endpoint
-(any ``base_url``, local servers included) or a GGUF file run in this process (``path``);
-``assay.workflow.chat`` asks either.
+the verdict's JSON schema.
 
-The model rules on the step's prompt and on each criterion, one result each, and writes a
-critique. Its prompt always states the zero-case exemption, and an output equal to the step's
-declared empty output is the self-attesting empty result: it passes without asking the model.
-Anything that keeps the model from ruling (no answer, an answer off the schema, a missing
-ruling) fails the verdict and says why; a model verdict never passes by default.
-
-The model is asked in a daemon thread of its own (``averify``), so the event loop runs on
-meanwhile and the engine can stop waiting when a wall bound runs out. Nothing can stop the
-thread itself: it runs until the model answers (an endpoint's ``timeout_s``, a model file's
-``max_tokens``), and what it answers then is dropped. Being a daemon, it holds up neither the
-end of the event loop nor the exit of the process.
+The model is an OpenAI-compatible chat completions endpoint (``base_url``) or a GGUF file run
+in this process (``path``); ``assay.workflow.chat`` asks either. It rules on the step's
+prompt and on each criterion and writes a critique; the declared empty output passes without
+asking it. Anything that keeps the model from ruling fails the verdict and says why. It is
+asked in a daemon thread of its own (``averify``), so the engine can stop waiting when a wall
+bound runs out; what the thread answers after that is dropped.
 """
 
 from __future__ import annotations
