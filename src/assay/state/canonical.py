@@ -1,15 +1,10 @@
 """The canonical form of the substrate: one nested JSON object of plain dicts and lists.
 
-Values are validated and copied on ingest, so a stored tree never aliases a caller's mutable
-value and never holds what JSON cannot carry (sets, objects, NaN, infinities, non-string
-keys, half a surrogate pair). Numbers are JavaScript's: an integer beyond ±(2**53 - 1) is
-stored as the double it rounds to, as ``JSON.parse`` reads it, so that expressions compare it
-as Node does and evidence that holds it can be written as RFC 8785 JSON (which writes an
-integer only up to ±(2**53 - 1): ``2**53`` itself is stored as ``9007199254740992.0``).
-
-A report's top-level keys are dotted paths (``view.domain``, ``orders["a.b"].status``)
-expanded into nesting; keys inside the values are literal. A key without ``.``, ``[`` or
-``]`` is taken as it is, so ``""`` is an ordinary key.
+Values are validated and copied on ingest, so a stored tree never aliases a caller's value nor
+holds what JSON cannot carry. Numbers are JavaScript's: an integer beyond ±(2**53 - 1) is
+stored as the double it rounds to, as ``JSON.parse`` reads it. A report's top-level keys are
+dotted paths (``view.domain``, ``orders["a.b"].status``) expanded into nesting; keys inside
+values, and a top-level key without ``.``, ``[`` or ``]``, are taken literally.
 """
 
 from __future__ import annotations

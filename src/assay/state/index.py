@@ -1,14 +1,9 @@
 """Key-indexed subscriptions: wake exactly the waiters whose keys a change touches.
 
-A waiter subscribes to dotted paths. A change at path ``p`` wakes it when ``p`` is a prefix
-of one of its keys or one of its keys is a prefix of ``p``: a change to ``inbox`` wakes a
-waiter on ``inbox.sent_count`` and so does a change to ``inbox.sent_count.total``; a change
-to ``drone.mode`` does not. A changed leaf whose object above it appeared or went wakes the
-waiters on every key under that object as well: ``orders.o2`` added where there was no
-``orders`` wakes a waiter on ``orders.o1``, whose reading went from failing to
-``undefined``. (An object that turned into another type, or back, is a changed leaf itself.)
-Keys live in a trie over path segments, so a change costs the length of its changed paths
-plus the waiters it wakes, whatever the number of waiters on other keys.
+A change at path ``p`` wakes a waiter when ``p`` is a prefix of one of its keys or one of its
+keys is a prefix of ``p``; a changed leaf whose enclosing object appeared or went also wakes
+the waiters on every key under that object. Keys live in a trie over path segments, so a
+change costs the length of its paths plus the waiters it wakes.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Reading JSON text with Python's ``json``, its integer limit turned into a clear refusal.
 
-Python converts no integer of more than ``sys.get_int_max_str_digits()`` digits (4,300 by
-default) and raises a bare ``ValueError`` from inside the parser, naming neither where the
-number stood nor the limit's reason. ``loads`` reads such a number as a placeholder, then
-refuses the text with ``NumberTooLongError`` naming the number's path, its length and the
-limit, so that every port can answer "bad input" rather than fail.
-
-``read_document`` reads a whole JSON document given on the command line (a state file, stdin,
-a run's input) by the rules the HTTP body reader keeps: UTF-8 with an optional byte order
-mark, each key once per object, integers Python can convert, nesting Python can parse. Any
-other text is a ``JSONTextError`` saying which rule it broke and where.
+``loads`` refuses a number of more than ``sys.get_int_max_str_digits()`` digits (4,300 by
+default) with ``NumberTooLongError``, naming its path, its length and the limit, where Python
+raises a bare ``ValueError``. ``read_document`` reads a whole JSON document given on the
+command line by the rules of the HTTP body reader (UTF-8 with an optional byte order mark,
+each key once per object); other text is a ``JSONTextError`` saying which rule it broke.
 """
 
 from __future__ import annotations

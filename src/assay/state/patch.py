@@ -1,14 +1,10 @@
 """Changes to the substrate by path copying: merge patch (RFC 7396), set, full replacement.
 
-A stored tree is immutable by convention. Applying a change copies only the dicts along the
-changed paths and shares every other subtree with the previous tree, so an old snapshot
-stays valid and a new one costs the depth and width of the change, not the size of the
-state. A value equal to the one stored keeps the stored object, so identical reports change
-nothing and a replacement shares whatever it did not change.
-
-Each function appends one ``(path, before, after)`` per leaf that differs to ``changes``:
-the same leaves ``changed_fields(old, new)`` reports, found without diffing whole trees.
-The result is the old object itself exactly when nothing was appended.
+Applying a change copies only the dicts along the changed paths and shares every other
+subtree, so an old snapshot stays valid and a value equal to the stored one keeps the stored
+object. Each function appends one ``(path, before, after)`` per leaf that differs to
+``changes``, the leaves ``changed_fields(old, new)`` reports; the result is the old object
+itself exactly when nothing was appended.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """Snapshots of the substrate, and ``changed_fields`` between two of them.
 
-A leaf is a value that is not an object with keys: a string, number, boolean, null, an
-array (arrays are compared whole) or an empty object ``{}``. Objects with keys recurse.
-When a value changes between an object with keys and a leaf, the old leaves are
-``removed`` and the new ones ``added`` at their own paths: ``{"a": {"b": 1}}`` to
-``{"a": 2}`` is ``a.b`` removed and ``a`` added. ``kind`` is ``changed`` only for a leaf on
-both sides. Counting ``{}`` as a leaf makes the list complete: applying it (removals first,
-pruning the objects they empty, then the rest) turns the first substrate into the second.
-An empty object that gains keys lists only the leaves added under it (it was not removed);
-one that loses its last keys lists those removed and ``{}`` added, as it stays, empty.
+A leaf is a value that is not an object with keys (arrays are compared whole, ``{}`` is a
+leaf); objects with keys recurse. When a value changes between an object with keys and a
+leaf, the old leaves are ``removed`` and the new ones ``added`` at their own paths: ``{"a":
+{"b": 1}}`` to ``{"a": 2}`` is ``a.b`` removed and ``a`` added. Applying the list (removals
+first, pruning the objects they empty, then the rest) turns the first substrate into the
+second.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """``PageProbe``: load a page of the application in headless Chromium and read its state.
 
-The state comes from CSS selectors (each state key reads one element's text, or one of its
-attributes) or from a JavaScript function evaluated in the page that returns a JSON object.
-Chromium is launched once, on the first read, and kept until ``aclose()``; each read opens a
-fresh browser context (no cookies, storage or cache from earlier reads), loads the URL, waits
-for the ``load`` event (and the ``ready`` selector, if given), reads, and closes the context.
-So a read sees what a person opening the page at that moment would see.
-
-One ``timeout`` bounds a whole read: loading, waiting and reading. Messages name the URL
-(without password or query), the state key, the selector and what went wrong, but never
-quote what the page holds: its values may be under redacted keys.
-
-Playwright drives the browser; it is an optional dependency (``pip install 'assay[page]'``).
-The executable is ``executable`` when given, else ``chromium`` or ``chromium-browser`` on
-``PATH`` (Debian's package), else the Chromium that ``playwright install`` downloaded.
+The state comes from CSS selectors (an element's text or attribute per state key) or from a
+JavaScript function evaluated in the page that returns a JSON object. Each read opens a fresh
+browser context, loads the URL, waits for ``load`` (and the ``ready`` selector), reads and
+closes the context, within one ``timeout``; messages never quote what the page holds.
+Playwright is an optional dependency (``pip install 'assay[page]'``); docs/verification.md,
+"A page in headless Chromium", has the rules.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """``Poller``: reads each probe at its interval and hands every successful read to a sink.
 
-One task per probe reads it, hands the values to the sink, records the outcome in the
-probe's ``HealthWindow`` and sleeps on the injected clock until the next read is due (reads
-start ``interval`` apart; one that overruns is followed at once). A failed read, or a sink
-that raises, is recorded as a failure and never stops the polling.
-
-Every read has a deadline on the poller's clock: the probe's ``timeout``, and a little grace
-(``grace``) for a probe that times itself out to say why. A read that has not answered by
-then is cancelled and counts as failed ("gave no answer within 2 s"), so one
-stuck read never leaves stale values looking fresh nor holds up polling, ``read_once`` or
-``stop``. A read that ignores cancellation is left to end on its own, and no new read of that
-probe starts until it has (each later read until then fails saying so).
-
-The values handed to the sink are whole values for the keys the probe owns, to be set in
-place of what the store holds, with the keys that the probe answered in its previous
-successful read and no longer answers: they are gone from the application.
+One task per probe reads it, hands the values to the sink, records the outcome in the probe's
+``HealthWindow`` and sleeps on the injected clock until the next read is due. A failed read,
+or a sink that raises, is recorded as a failure and never stops the polling. A read not
+answered by its deadline (the probe's ``timeout`` plus ``grace``) is cancelled and counts as
+failed. The sink gets whole values for the keys the probe owns, with the keys it no longer
+answers, which are gone from the application.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """``SqlProbe``: one SQL query per state key, against SQLite or PostgreSQL.
 
-Each query gives its key a value in one of four shapes:
-
-- a plain string query with one column is a **scalar**: the value of its one row, ``null``
-  when it returns no row, and a failed read when it returns more than one;
-- a plain string query with several columns gives the **rows**, a list of row objects;
-- ``{"sql": ..., "key": "id"}`` gives an object of row objects **keyed** by that column
-  (``{"o1": {"id": "o1", "status": "paid"}}``); keys must be unique, non-null strings or
-  integers;
-- ``{"sql": ..., "shape": "scalar" | "row" | "rows"}`` states the shape outright (``row``:
-  the one row as an object, or ``null``).
-
-All queries of one read run in one read-only transaction, so they see one consistent state
-of the database (PostgreSQL: ``REPEATABLE READ``). Values are converted to JSON as
-``assay.state.probes.values`` documents. A query that returns more than ``max_rows`` rows
-fails the read rather than loading an unbounded result.
+A plain query with one column gives a **scalar** (``null`` for no row, a failed read for
+several), with several columns the **rows**; ``{"sql": ..., "key": "id"}`` gives rows
+**keyed** by that column, and ``{"sql": ..., "shape": "scalar" | "row" | "rows"}`` states the
+shape outright. All queries of one read run in one read-only transaction, values are converted
+to JSON as ``assay.state.probes.values`` documents, and more than ``max_rows`` rows fail the
+read. docs/verification.md, "A database", has the rules.
 """
 
 from __future__ import annotations

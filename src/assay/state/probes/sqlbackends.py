@@ -1,16 +1,10 @@
 """Where ``SqlProbe`` runs its queries: SQLite in a worker thread, PostgreSQL on psycopg.
 
-A backend runs a list of ``(state key, SQL)`` queries in one read-only transaction and
-answers each query's column names and rows (at most ``max_rows + 1`` of them, so the caller
-can tell that there were too many). Database errors become ``ProbeError`` naming the key,
-the database's message and the SQL; a message that can quote the data (PostgreSQL's data
-exceptions, SQLSTATE class 22) is named by its condition instead.
-
-A query is one statement: SQLite refuses more, and PostgreSQL queries run through the
-extended protocol (in pipeline mode), which takes one, so ``select 1; commit; update ...``
-cannot end the read-only transaction. A read is bounded by ``timeout`` overall in SQLite
-(the query is interrupted, also when the read is cancelled) and per statement in PostgreSQL
-(``statement_timeout``); a ``Poller`` bounds the whole read either way.
+A backend runs a list of ``(state key, SQL)`` queries, one statement each, in one read-only
+transaction, and answers each query's column names and at most ``max_rows + 1`` rows, so the
+caller can tell there were too many. Database errors become ``ProbeError`` naming the key, the
+database's message and the SQL, or only the condition of a message that can quote the data. A
+read is bounded by ``timeout``: overall in SQLite, per statement in PostgreSQL.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """Python values read by probes, turned into JSON values (SQL rows, callable results).
 
-Conversions, chosen so that no value is invented or silently changed in meaning:
-
-- ``None``, booleans, strings and integers stay as they are; floats must be finite.
-- ``Decimal``: an integral value becomes an ``int`` (``count(*)``, ``sum`` of integers),
-  any other finite value a ``float`` (which may round beyond 15-17 significant digits).
-- ``datetime``, ``date`` and ``time``: ISO 8601 strings (``datetime.isoformat()``).
-- ``timedelta`` (a PostgreSQL ``interval``): its length in seconds, a number.
-- ``UUID`` and IP addresses and networks: their canonical strings.
-- Mappings with string keys and lists or tuples: converted item by item.
-- Bytes are refused, not encoded: a base64 string would compare unequal to what the
-  application means, so the query should encode them itself (``encode(col, 'base64')`` in
-  PostgreSQL, ``hex(col)`` in SQLite). NaN and infinities are refused too: JSON has none.
-- Anything else is refused with its type named; cast it to text in the query.
+No value is invented or silently changed in meaning: ``None``, booleans, strings, integers and
+finite floats stay as they are; ``Decimal`` becomes an integer when integral, else a float;
+dates and times become ISO 8601 strings, ``timedelta`` seconds, ``UUID`` and IP addresses
+their canonical strings; mappings with string keys, lists and tuples are converted item by
+item. Bytes, NaN, infinities and any other type are refused, naming the type.
+docs/verification.md, "A database", has the rules.
 """
 
 from __future__ import annotations
