@@ -1,19 +1,11 @@
 """Redaction: configured key patterns whose values never appear in a summary (SPEC §6).
 
 Patterns are dotted paths (bracket form allowed) whose segments may hold wildcards: ``*``
-matches any run of characters within one segment, and a segment that is exactly ``**``
-matches any number of segments, none included. A path is covered when it or any ancestor
-matches a pattern, so redacting ``secrets`` hides ``secrets.api.key``, and ``secrets.**``
-hides ``secrets`` itself as well. There is no escape for a literal ``*``.
-
-A key may itself hold dots, and then a dotted spelling is ambiguous: ``u.a.b`` could mean the
-key ``b`` inside ``a`` or the key ``"a.b"``. A pattern withholds every value whose path it
-could spell, so a dot between two pattern segments also matches a dot inside a key:
-``u.a.b`` covers ``u["a.b"]``, ``u["a.b.c"]`` and ``u.a["b.c"]``; ``u.a`` covers
-``u["a.b"]`` (its spelling reads as a child of ``u.a``); ``*`` matches across a key's dots
-(``u.*.c`` covers ``u["a.b"].c``), and ``**`` matches any run of the dot-separated parts of
-keys. A dot written inside brackets (``u["a.b"]``) is part of a key, and matches only a dot
-inside a key.
+within one segment, and a segment ``**`` for any number of segments. A path is covered when it
+or any ancestor matches. A pattern withholds every value whose path it could spell, so a dot
+between two pattern segments also matches a dot inside a key (``u.a.b`` covers
+``u["a.b"]``); a dot written inside brackets matches only a dot inside a key.
+docs/operations.md, "Redaction", has the rules.
 """
 
 from __future__ import annotations

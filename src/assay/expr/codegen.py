@@ -1,16 +1,10 @@
 """Compile a syntax tree to a Python code object with JavaScript's semantics.
 
-The generated code is built as a Python ``ast`` directly, never as text: the expression's
-strings and property names enter it only as ``ast.Constant`` values, and every name in it is
-one the compiler made (``state``, ``_v3``, ``_p1``, the helpers of ``runtime.py``, three
-builtins). Arrow parameters are renamed, so no identifier of the source reaches the code.
-
-Each node compiles to statements plus a small result expression (A-normal form): property
-chains become one ``try`` block of plain subscripts with a JavaScript-exact fallback, ``&&``
-and ``?:`` become ``if`` statements, and array callbacks become inline ``for`` loops, so the
-common paths run at close to hand-written speed. Work inside callbacks is charged to a step
-budget, which bounds the only multiplicative cost the language has; so is every conversion of
-an array to a string, which walks the array in Python (see ``CodeGenerator.compile``).
+The code is built as a Python ``ast``, never as text: the expression's strings and property
+names enter it only as ``ast.Constant`` values, and every name in it is one the compiler made,
+so no identifier of the source reaches the code. Each node compiles to statements plus a small
+result expression (A-normal form). Work inside array callbacks, and every conversion of an
+array to a string, is charged to a step budget (see ``CodeGenerator.compile``).
 """
 
 from __future__ import annotations

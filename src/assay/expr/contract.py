@@ -1,20 +1,10 @@
 """The declarative filter form of a contract (SPEC §3), compiled to a ``Predicate``.
 
 ``{"view.domain": {"eq": "billing"}, "cart.quantity": {"gte": 1}}`` holds when every
-condition holds. A plain value is shorthand for ``eq``; a dict value is an operator set and
-all of its keys must be operators (compare with a literal object as ``{"eq": {...}}``).
-
-Keys may hold ``{name}`` placeholders and operands may be ``{"arg": "name"}``; ``bind``
-resolves them from a fire's arguments. A literal object whose only key is ``"arg"`` cannot
-be written as an operand.
-
-A missing key fails every operator but three, which hold: ``exists: false``, and ``ne`` and
-``nin``, because a missing value equals nothing (as ``undefined !== x`` in JavaScript and
-``$ne`` in MongoDB). Every evidence record on a missing key says which part was missing.
-
-Arrays have quantifiers: ``{"items": {"all": {"status": "returned"}}}``, ``any`` alike, and
-``{"return_items": {"contains_all": {"arg": "item_ids"}}}`` (see ``specs`` for the
-nested form and ``quantifiers`` for their semantics).
+condition holds; a plain value is shorthand for ``eq``, a dict value is an operator set. Keys
+may hold ``{name}`` placeholders and operands may be ``{"arg": "name"}``, resolved by
+``bind``. A missing key fails every operator but ``exists: false``, ``ne`` and ``nin``. Arrays
+have quantifiers (``all``, ``any``, ``contains_all``: see ``specs`` and ``quantifiers``).
 """
 
 from __future__ import annotations

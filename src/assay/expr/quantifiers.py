@@ -1,14 +1,10 @@
 """The array quantifiers of the declarative filter form: ``all``, ``any`` and ``contains_all``.
 
-``all`` holds when every element of the array satisfies its nested conditions (so it holds
-on an empty array), ``any`` when some element does; each stops at the element that decides,
-as JavaScript's ``every`` and ``some`` do. ``contains_all`` holds when, for each of its
-values, the array holds an element equal to it by JSON deep equality, or, given ``by``, an
-element whose member at that path is equal to it; how often a value occurs is not counted.
-
-Every element looked at spends one step of a ``Budget``, shared by the quantifiers nested in
-one top-level condition; past ``MAX_ELEMENT_CHECKS`` the check stops
-(``BudgetExceededError``), so nested quantifiers over large arrays cannot run unbounded.
+``all`` holds when every element satisfies its nested conditions (so on an empty array),
+``any`` when some element does, each stopping at the element that decides; ``contains_all``
+holds when each of its values is equal (JSON deep equality) to an element, or, given ``by``,
+to an element's member at that path. Every element looked at spends one step of a ``Budget``
+shared within one top-level condition, up to ``MAX_ELEMENT_CHECKS`` (``BudgetExceededError``).
 """
 
 from __future__ import annotations

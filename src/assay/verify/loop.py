@@ -1,17 +1,10 @@
 """The verification loop (SPEC §5): settle, evaluate, wait for change or poll, until held or out.
 
-``verify`` waits ``settle_ms``, evaluates the predicate on the current snapshot (cycle 1),
-then again on every change to a key it reads (pushed: evaluated at once) and, when the state
-is pulled, at every poll interval, until it holds or ``timeout_ms`` has passed since the
-start. A predicate that reads no state key is answered after its first evaluation, as no
-change could alter it. All waiting goes through the injected clock, so tests run it on
-virtual time. Elapsed time never turns into success: only an evaluation that holds passes.
-
-After an action, time counts from its dispatch (``dispatched_at``), not from when this task
-first runs: on a busy event loop the task may start late, and its settlement wait, its
-timeout and ``elapsed_ms`` must not move with it. A contract that holds only on a snapshot
-observed after the deadline (``Snapshot.monotonic``) fails, however late the check ran; one
-that holds on a snapshot observed in time passes, though the check itself ran late.
+``verify`` waits ``settle_ms``, evaluates the predicate, then again on every change to a key
+it reads and, for pulled state, at every poll interval, until it holds or ``timeout_ms`` has
+passed; all waiting goes through the injected clock. Elapsed time never turns into success.
+After an action, time counts from its dispatch (``dispatched_at``), and a contract passes only
+on a snapshot observed by the deadline, however late the check itself ran.
 """
 
 from __future__ import annotations

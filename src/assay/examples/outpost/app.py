@@ -1,18 +1,11 @@
 """The outpost: a small real application with an inbox and a drone, and its own HTTP API.
 
-It knows nothing of assay. Its behaviour is that of the applications agents meet:
-
-- sending a message answers ``202 Accepted`` at once; the message lands (``sent_count`` goes
-  up) only after a delivery delay;
-- "mark all read" answers ``200 {"ok": true}`` and silently does nothing (a real bug);
-- a drone mode change takes effect after a delay, and asking for the current mode changes
-  nothing (already true);
-- releasing the payload cannot be undone.
-
-The inbox pushes its changes to subscribers as state reports (``subscribe``); the drone is
-only observable by polling its telemetry endpoint, which fails while the radio link is
-``flaky`` (every other read) or ``down`` — the operator sets the link with ``POST
-/drone/link``, to show what an unreliable source does to confidence.
+It knows nothing of assay, and behaves as the applications agents meet: a sent message lands
+only after a delivery delay, "mark all read" answers ``200 {"ok": true}`` and does nothing,
+a drone mode change takes effect after a delay, and releasing the payload cannot be undone.
+The inbox pushes its changes to subscribers (``subscribe``); the drone is only observable by
+polling its telemetry, which fails while the radio link (``POST /drone/link``) is ``flaky``
+(every other read) or ``down``.
 """
 
 from __future__ import annotations
