@@ -1,40 +1,54 @@
 """The one exception tree of assay.
 
 Every error assay raises on purpose derives from ``AssayError`` and from the builtin it
-resembles, so callers can catch either::
+resembles, so callers can catch either; under ``AssayError``, a family head groups the errors
+a caller would catch together::
 
-    AssayError(Exception)
-    ├── ExpressionError
-    │   ├── ExpressionSyntaxError(SyntaxError)      rejected at compile time: position + caret
-    │   └── ExpressionEvaluationError(TypeError)    JavaScript would throw while evaluating
-    │       └── ExpressionLimitError                a bound on steps or sizes was exceeded
-    ├── ContractError(ValueError)                   a malformed declarative filter contract
-    ├── StateError(ValueError)                      a state report was rejected; nothing stored
-    ├── ProbeError(RuntimeError)                    a probe's read failed, or a poller ran twice
-    ├── ProbeConfigError(ValueError)                a probe was configured wrongly
-    ├── GraphError(ValueError)                      a navigation graph declaration is invalid
-    ├── TransitionError(RuntimeError)               an illegal move in a transition's life
-    ├── SessionError(RuntimeError)                  a session was used where it cannot run
-    ├── ProofError(ValueError)                      a Merkle proof was rejected or cannot be made
-    ├── CheckpointError(ValueError)                 a signed tree head failed verification
-    ├── SigningKeyError(ValueError)                 a signing or public key could not be loaded
-    ├── LedgerEntryError(ValueError)                a malformed entry was refused; nothing stored
-    ├── LedgerError(RuntimeError)                   the ledger could not be opened, read or written
-    │   ├── LedgerIntegrityError                    a stored entry or checkpoint does not verify
-    │   └── EvidenceStoppedError                    evidence failed to store; no more is taken
-    ├── RequestError(ValueError)                    a port's input was malformed; nothing done
-    │   └── IdempotencyKeyReusedError               one key, two different requests
-    ├── NotFoundError(LookupError)                  no session, transition or entry by that id
-    ├── ApplicationError(RuntimeError)              an application could not be loaded or run
-    ├── WorkflowError(ValueError)                   a workflow or a run's input is invalid
-    │   ├── WorkflowLintError                       a workflow breaks an authoring rule
-    │   └── WorkflowUnavailableError                a daemon's workflow file no longer loads
-    ├── RunError(RuntimeError)                      an illegal move in a workflow run's life
-    │   └── RunNotFoundError(LookupError)           no run by that id in the ledger
-    ├── ModelError(RuntimeError)                    the model verifier's model could not answer
-    └── WrongTypeError(TypeError)                   a Python caller passed the wrong kind of value
+    AssayError(Exception)                               where: the part at fault, or None
+    ├── InputError                                      what a caller gave was wrong; nothing done
+    │   ├── ExpressionError                             a verify_expression did not compile or run
+    │   │   ├── ExpressionSyntaxError(SyntaxError)      rejected at compile time: position + caret
+    │   │   └── ExpressionEvaluationError(TypeError)    JavaScript would throw while evaluating
+    │   │       └── ExpressionLimitError                a bound on steps or sizes was exceeded
+    │   ├── ContractError(ValueError)                   a malformed declarative filter contract
+    │   ├── StateError(ValueError)                      a state report was rejected; nothing stored
+    │   ├── ProbeConfigError(ValueError)                a probe was configured wrongly
+    │   ├── GraphError(ValueError)                      a navigation graph declaration is invalid
+    │   ├── SigningKeyError(ValueError)                 a signing or public key could not be loaded
+    │   ├── LedgerEntryError(ValueError)                a malformed entry was refused; none stored
+    │   ├── ProofError(ValueError)                      a Merkle proof is rejected or cannot be made
+    │   ├── CheckpointError(ValueError)                 a signed tree head failed verification
+    │   ├── RequestError(ValueError)                    a port's input was malformed; nothing done
+    │   │   └── IdempotencyKeyReusedError               one key, two different requests
+    │   ├── NotFoundError(LookupError)                  no session, transition or entry by that id
+    │   ├── WorkflowError(ValueError)                   a workflow or a run's input is invalid
+    │   │   ├── WorkflowLintError                       a workflow breaks an authoring rule
+    │   │   └── WorkflowUnavailableError                a daemon's workflow file no longer loads
+    │   └── WrongTypeError(TypeError)                   a Python caller passed a wrong kind of value
+    ├── LedgerError(RuntimeError)                       a ledger could not be opened, read, written
+    │   ├── LedgerIntegrityError                        a stored entry or checkpoint does not verify
+    │   └── EvidenceStoppedError                        evidence failed to store; no more is taken
+    ├── LifecycleError                                  an illegal move in a life (a caller's bug)
+    │   ├── TransitionError(RuntimeError)               an illegal move in a transition's life
+    │   ├── SessionError(RuntimeError)                  a session was used where it cannot run
+    │   └── RunError(RuntimeError)                      an illegal move in a workflow run's life
+    │       └── RunNotFoundError(LookupError)           no run by that id in the ledger
+    └── ExternalError                                   something assay relies on failed to answer
+        ├── ProbeError(RuntimeError)                    a probe's read failed, or a poller ran twice
+        ├── ApplicationError(RuntimeError)              an application could not be loaded or run
+        └── ModelError(RuntimeError)                    the model verifier's model could not answer
+
+The new family heads (``InputError``, ``LifecycleError``, ``ExternalError``) add no builtin,
+and no error joined an older family, so every ``except`` catches what it caught before. That
+is why the ledger's value errors (an entry, a proof or a checkpoint refused) are input errors,
+not ``LedgerError``s: that is a ``RuntimeError``, and code that waits out an unreachable
+ledger (``contextlib.suppress(LedgerError)``) would swallow a malformed entry too.
 
 Errors carry the pieces of their message as attributes, so programs need not parse text.
+Every error has ``where``: the innermost part it names as at fault, as a string (a field, a
+key, a path, a parameter, ``"position N"`` in an expression, or the source that was read: a
+URL, a file, a variable), or ``None`` when it names none; its own attributes (``page``,
+``step``, ``seq``, ...) keep the outer context.
 """
 
 from __future__ import annotations
@@ -47,10 +61,29 @@ from typing import Final
 
 
 class AssayError(Exception):
-    """Base of every error assay raises on purpose."""
+    """Base of every error assay raises on purpose; ``where`` names the part at fault."""
+
+    def __init__(self, *args: object, where: str | None = None) -> None:
+        super().__init__(*args)
+        self.where = where
 
 
-class ExpressionError(AssayError):
+class InputError(AssayError):
+    """What a caller gave (an expression, a contract, a report, a request, a definition, a
+    configuration, an id) was wrong, so nothing was done; fixing the input is the remedy."""
+
+
+class LifecycleError(AssayError):
+    """An illegal move in the life of a transition, a session or a workflow run: a bug in the
+    caller, never data; each subclass says which move and what would be legal."""
+
+
+class ExternalError(AssayError):
+    """Something assay relies on (an application, a probe's source, a model) failed to load
+    or answer; the caller's input may be fine, and trying again after fixing it may help."""
+
+
+class ExpressionError(InputError):
     """A ``verify_expression`` could not be compiled or evaluated."""
 
 
@@ -84,7 +117,7 @@ class ExpressionSyntaxError(ExpressionError, SyntaxError):
         shown = f"{before}{head}{escape_surrogates(source[position:shown_end])}{after}"
         self.caret = f"{shown}\n{' ' * (len(before) + len(head))}^"
         message = f"{escape_surrogates(reason)} at position {position}\n{self.caret}"
-        super().__init__(message)
+        super().__init__(message, where=f"position {position}")
         # SyntaxError's own fields, so tracebacks and tools render it natively.
         self.msg = message
         self.offset = len(escape_surrogates(line[:column])) + 1
@@ -136,7 +169,7 @@ class ExpressionEvaluationError(ExpressionError, TypeError):
     """
 
     def __init__(self, message: str, path: str | None = None) -> None:
-        super().__init__(message)
+        super().__init__(message, where=path)
         self.path = path
 
 
@@ -149,17 +182,17 @@ class ExpressionLimitError(ExpressionEvaluationError):
         self.bound = bound
 
 
-class ContractError(AssayError, ValueError):
+class ContractError(InputError, ValueError):
     """A declarative filter contract is malformed; ``key`` names the condition at fault
     (a nested one as ``items[*].status``) and ``op``, when known, its operator."""
 
     def __init__(self, message: str, key: str | None = None, op: str | None = None) -> None:
-        super().__init__(message)
+        super().__init__(message, where=key)
         self.key = key
         self.op = op
 
 
-class StateError(AssayError, ValueError):
+class StateError(InputError, ValueError):
     """A state report or value was rejected as a whole, so nothing was stored.
 
     ``key`` names the report key or path at fault; for two keys that conflict, ``conflict``
@@ -167,29 +200,30 @@ class StateError(AssayError, ValueError):
     """
 
     def __init__(self, message: str, key: str | None = None, conflict: str | None = None) -> None:
-        super().__init__(message)
+        super().__init__(message, where=key)
         self.key = key
         self.conflict = conflict
 
 
-class ProbeError(AssayError, RuntimeError):
+class ProbeError(ExternalError, RuntimeError):
     """A probe's read failed; ``source`` names what was being read (a URL, a state key)."""
 
     def __init__(self, message: str, *, source: str | None = None) -> None:
-        super().__init__(message)
+        super().__init__(message, where=source)
         self.source = source
 
 
-class ProbeConfigError(AssayError, ValueError):
+class ProbeConfigError(InputError, ValueError):
     """A probe was configured wrongly; ``parameter`` names the argument at fault."""
 
     def __init__(self, message: str, *, parameter: str) -> None:
-        super().__init__(message)
+        super().__init__(message, where=parameter)
         self.parameter = parameter
 
 
-class GraphError(AssayError, ValueError):
-    """A navigation graph declaration is invalid; ``page``, ``action`` and ``field`` say where."""
+class GraphError(InputError, ValueError):
+    """A navigation graph declaration is invalid; ``page``, ``action`` and ``field`` say where
+    (``where`` is the innermost of them that is known)."""
 
     def __init__(
         self,
@@ -199,65 +233,68 @@ class GraphError(AssayError, ValueError):
         action: str | None = None,
         field: str | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, where=field or action or page)
         self.page = page
         self.action = action
         self.field = field
 
 
-class TransitionError(AssayError, RuntimeError):
+class TransitionError(LifecycleError, RuntimeError):
     """An illegal move in a transition's lifecycle (a bug in the caller, never data)."""
 
 
-class SessionError(AssayError, RuntimeError):
+class SessionError(LifecycleError, RuntimeError):
     """A session was used where it cannot run (a fire outside a running event loop); nothing
     was done."""
 
 
-class ProofError(AssayError, ValueError):
+class LedgerError(AssayError, RuntimeError):
+    """The ledger could not be opened, read or written; ``url`` names it, password hidden.
+
+    Head of the ledger's errors; ``where`` is the ``url``, unless a subclass names a part.
+    """
+
+    def __init__(self, message: str, *, url: str | None = None, where: str | None = None) -> None:
+        super().__init__(message, where=url if where is None else where)
+        self.url = url
+
+
+class ProofError(InputError, ValueError):
     """A Merkle proof was rejected, or cannot be made for the arguments given.
 
     ``parameter`` names the argument at fault: ``"proof"``, ``"root"``, ``"index"``, ...
     """
 
     def __init__(self, message: str, *, parameter: str) -> None:
-        super().__init__(message)
+        super().__init__(message, where=parameter)
         self.parameter = parameter
 
 
-class CheckpointError(AssayError, ValueError):
+class CheckpointError(InputError, ValueError):
     """A signed tree head failed verification; ``field`` names the checkpoint field at fault."""
 
     def __init__(self, message: str, *, field: str) -> None:
-        super().__init__(message)
+        super().__init__(message, where=field)
         self.field = field
 
 
-class SigningKeyError(AssayError, ValueError):
+class SigningKeyError(InputError, ValueError):
     """A key could not be loaded; ``source`` names where it came from (a path, a variable).
 
     The message never repeats the key material itself.
     """
 
     def __init__(self, message: str, *, source: str) -> None:
-        super().__init__(message)
+        super().__init__(message, where=source)
         self.source = source
 
 
-class LedgerEntryError(AssayError, ValueError):
+class LedgerEntryError(InputError, ValueError):
     """An entry handed to the ledger was malformed, so nothing was stored; ``field`` names it."""
 
     def __init__(self, message: str, *, field: str) -> None:
-        super().__init__(message)
+        super().__init__(message, where=field)
         self.field = field
-
-
-class LedgerError(AssayError, RuntimeError):
-    """The ledger could not be opened, read or written; ``url`` names it, password hidden."""
-
-    def __init__(self, message: str, *, url: str | None = None) -> None:
-        super().__init__(message)
-        self.url = url
 
 
 class EvidenceStoppedError(LedgerError):
@@ -283,21 +320,21 @@ class LedgerIntegrityError(LedgerError):
         field: str | None = None,
         checkpoint: int | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, where=field)
         self.seq = seq
         self.reason = reason
         self.field = field
         self.checkpoint = checkpoint
 
 
-class RequestError(AssayError, ValueError):
+class RequestError(InputError, ValueError):
     """A request to a port (HTTP, MCP, Python) was malformed; nothing was done.
 
     ``field`` names the part of the request that was wrong, when one part was.
     """
 
     def __init__(self, message: str, *, field: str | None = None) -> None:
-        super().__init__(message)
+        super().__init__(message, where=field)
         self.field = field
 
 
@@ -309,7 +346,7 @@ class IdempotencyKeyReusedError(RequestError):
         self.key = key
 
 
-class NotFoundError(AssayError, LookupError):
+class NotFoundError(InputError, LookupError):
     """No session, transition, run or entry has the id asked for; ``kind`` and ``id`` say which."""
 
     def __init__(self, message: str, *, kind: str, id: str) -> None:
@@ -322,15 +359,15 @@ class NotFoundError(AssayError, LookupError):
         return str(self.args[0])
 
 
-class ApplicationError(AssayError, RuntimeError):
+class ApplicationError(ExternalError, RuntimeError):
     """An application (``--app MODULE:ATTR``) could not be loaded, started or stopped."""
 
 
-class WorkflowError(AssayError, ValueError):
+class WorkflowError(InputError, ValueError):
     """A workflow definition, or the input a run was started with, is invalid.
 
     ``workflow`` names the workflow (or file), ``step`` the step and ``field`` the field at
-    fault, where there is one.
+    fault, where there is one; ``where`` is the innermost of them that is known.
     """
 
     def __init__(
@@ -341,7 +378,7 @@ class WorkflowError(AssayError, ValueError):
         step: str | None = None,
         field: str | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, where=field or step or workflow)
         self.workflow = workflow
         self.step = step
         self.field = field
@@ -368,7 +405,7 @@ class WorkflowLintError(WorkflowError):
         self.rule: str | None = getattr(first, "rule", None)
 
 
-class RunError(AssayError, RuntimeError):
+class RunError(LifecycleError, RuntimeError):
     """An illegal move in a workflow run's lifecycle; ``run_id`` and ``status`` say where."""
 
     def __init__(self, message: str, *, run_id: str, status: str | None = None) -> None:
@@ -381,19 +418,19 @@ class RunNotFoundError(RunError, LookupError):
     """No run with ``run_id`` is recorded in the ledger."""
 
 
-class ModelError(AssayError, RuntimeError):
+class ModelError(ExternalError, RuntimeError):
     """The model verifier's model could not be asked: its endpoint did not answer, or its
     model file could not be loaded. ``where`` names the endpoint or the file."""
 
     def __init__(self, message: str, *, where: str) -> None:
-        super().__init__(message)
-        self.where = where
+        super().__init__(message, where=where)
+        self.where: str = where
 
 
-class WrongTypeError(AssayError, TypeError):
+class WrongTypeError(InputError, TypeError):
     """A Python caller passed the wrong kind of value (a string where a list of them belongs,
     something not callable as a handler); nothing was done. ``parameter`` names it."""
 
     def __init__(self, message: str, *, parameter: str) -> None:
-        super().__init__(message)
+        super().__init__(message, where=parameter)
         self.parameter = parameter
