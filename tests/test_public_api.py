@@ -22,9 +22,13 @@ PUBLIC = {
     "ExpressionLimitError",
     "ExpressionLimits",
     "ExpressionSyntaxError",
+    "ExternalError",
     "FireResult",
     "Host",
+    "InputError",
     "Ledger",
+    "LedgerError",
+    "LifecycleError",
     "Predicate",
     "Redaction",
     "RunError",
@@ -79,6 +83,12 @@ def test_exception_tree() -> None:
     assert issubclass(assay.ExpressionError, assay.AssayError)
     assert issubclass(assay.ExpressionSyntaxError, assay.ExpressionError)
     assert issubclass(assay.ExpressionSyntaxError, SyntaxError)
+    # The families a caller catches together
+    assert issubclass(assay.ExpressionError, assay.InputError)
+    assert issubclass(assay.WorkflowError, assay.InputError)
+    assert issubclass(assay.RunError, assay.LifecycleError)
+    assert issubclass(assay.LedgerError, assay.AssayError)
+    assert issubclass(assay.ExternalError, assay.AssayError)
     assert issubclass(assay.ExpressionEvaluationError, assay.ExpressionError)
     assert issubclass(assay.ExpressionEvaluationError, TypeError)
     assert issubclass(assay.ExpressionLimitError, assay.ExpressionEvaluationError)

@@ -9,6 +9,10 @@ from assay.errors import ExpressionError as ExpressionError
 from assay.errors import ExpressionEvaluationError as ExpressionEvaluationError
 from assay.errors import ExpressionLimitError as ExpressionLimitError
 from assay.errors import ExpressionSyntaxError as ExpressionSyntaxError
+from assay.errors import ExternalError as ExternalError
+from assay.errors import InputError as InputError
+from assay.errors import LedgerError as LedgerError
+from assay.errors import LifecycleError as LifecycleError
 from assay.errors import RunError as RunError
 from assay.errors import RunNotFoundError as RunNotFoundError
 from assay.errors import WorkflowError as WorkflowError
@@ -102,9 +106,13 @@ __all__ = [
     "ExpressionLimitError",
     "ExpressionLimits",
     "ExpressionSyntaxError",
+    "ExternalError",
     "FireResult",
     "Host",
+    "InputError",
     "Ledger",
+    "LedgerError",
+    "LifecycleError",
     "Predicate",
     "Redaction",
     "RunError",

@@ -244,7 +244,11 @@ def _parse_workflow(raw: Any, *, source: str | None, base: Path | None) -> Workf
     known = {"workflow", "description", "budget", "steps", "model", "example_input"}
     name = raw.get("workflow")
     if not isinstance(name, str) or not _ID.fullmatch(name):
-        _fail(f"{where}: 'workflow' must name the workflow (letters, digits, _ and -)", where)
+        _fail(
+            f"{where}: 'workflow' must name the workflow (letters, digits, _ and -)",
+            where,
+            field="workflow",
+        )
     for key in raw:
         if key not in known:
             _fail(f"workflow {name!r}: unknown field {key!r}; known: {sorted(known)}", name)
