@@ -144,7 +144,7 @@ class Session:
     @property
     def queue(self) -> list[Transition]:
         """The writes-only fires awaiting a state report, in firing order."""
-        return self.settlement.queue
+        return self.settlement.reports.waiting
 
     @property
     def tasks(self) -> set[asyncio.Task[Any]]:
