@@ -176,7 +176,7 @@ async def test_a_closed_session_is_named_as_closed_for_as_long_as_the_host_remem
     desk: tuple[Host, list[dict[str, Any]]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     host, _ = desk
-    monkeypatch.setattr("assay.host.host.CLOSED_REMEMBERED", 2)
+    monkeypatch.setattr("assay.host.session_registry.CLOSED_REMEMBERED", 2)
     ids = [host.open_session().id for _ in range(3)]
     for session_id in ids:
         await host.close_session(session_id)
@@ -194,7 +194,7 @@ async def test_sessions_are_listed_a_page_at_a_time_in_the_order_opened(
 ) -> None:
     # GET /v1/sessions answered every open session at once, on the event loop.
     host, _ = desk
-    monkeypatch.setattr("assay.host.host.CLOSED_REMEMBERED", 2)
+    monkeypatch.setattr("assay.host.session_registry.CLOSED_REMEMBERED", 2)
     opened = [host.open_session().id for _ in range(5)]
     every = [host.default_session, *opened]
 

@@ -106,7 +106,7 @@ async def test_closed_sessions_leave_nothing_in_cycles() -> None:
 
 
 async def test_closed_sessions_leave_bounded_traces(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("assay.host.host.CLOSED_REMEMBERED", 5)
+    monkeypatch.setattr("assay.host.session_registry.CLOSED_REMEMBERED", 5)
     async with Host(_mail(), Ledger(MemoryBackend())) as host:
         await _workload(host, sessions=20, fires=2)
         store = host.substrate.store

@@ -27,7 +27,7 @@ from assay.graph.admission import (
     check_kinds,
     resolve_thresholds,
 )
-from assay.graph.answers import fire_result
+from assay.graph.answers import fire_result, queued_before
 from assay.graph.claims import Claims
 from assay.graph.declaration import ActionSpec, Reversibility
 from assay.graph.evidence import EvidenceLog
@@ -38,6 +38,7 @@ from assay.graph.position import Position
 from assay.graph.registry import FireRegistry
 from assay.graph.result import Answer, FireResult
 from assay.graph.settlement import Handler, Settlement
+from assay.graph.statistics import SessionStatistics
 from assay.graph.transition import Phase, Transition
 from assay.graph.waiting import answer_now, check_ceiling, wait_settled
 from assay.redaction import Redaction
@@ -143,12 +144,17 @@ class Session:
     @property
     def queue(self) -> list[Transition]:
         """The writes-only fires awaiting a state report, in firing order."""
-        return self.settlement.queue
+        return self.settlement.reports.waiting
 
     @property
     def tasks(self) -> set[asyncio.Task[Any]]:
         """The background work running: verifications, async handlers, probe reads."""
         return self.settlement.tasks
+
+    @property
+    def current(self) -> Snapshot:
+        """The state as the session observes it now."""
+        return self.store.current
 
     @property
     def contracts(self) -> dict[str, Contract]:
@@ -297,19 +303,60 @@ class Session:
         """The fire result as of now (the receipt, plus ``outcome_now`` when it differs)."""
         return fire_result(transition, self.store.current)
 
-    def did_it_work(self, transition_id: str) -> Answer:
+    def fire_result(self, transition_id: str) -> FireResult:
+        """``result`` for the transition ``transition_id``; ``NotFoundError`` if the session
+        does not hold it."""
+        return self.result(self.held.get(transition_id))
+
+    def require_transition(self, transition_id: str) -> None:
+        """``NotFoundError``, saying where to look, unless the session holds
+        ``transition_id``."""
+        self.held.get(transition_id)
+
+    def did_it_work(self, transition_id: str, *, alongside: Iterable[Session] = ()) -> Answer:
         """``pending``, ``worked``, ``failed``, ``unobservable``, ``refused`` or
-        ``unmaterialized``, with the evidence; a pending answer says what it waits on."""
+        ``unmaterialized``, with the evidence; a pending answer says what it waits on.
+
+        ``alongside``: every open session on this substrate (this one among them), in the
+        order they are told of a change. A state report settles one fire on a key across
+        them all, the first session told first, so a pending writes-only fire then counts
+        every fire queued ahead of it in any of them; without them, those of this session.
+        """
         transition = self.held.get(transition_id)
-        return answer_now(transition, self.store.current, self.queue, self.clock.monotonic())
+        ahead = 0
+        if transition.phase is Phase.PENDING and transition in self.queue:
+            ahead = self.queue.index(transition)
+            queues = [session.queue for session in alongside]
+            if queues:
+                ahead = queued_before(transition, queues)
+        return answer_now(transition, self.store.current, ahead, self.clock.monotonic())
+
+    async def wait_settled(self, transition_id: str, ceiling_s: float) -> bool:
+        """Wait up to ``ceiling_s`` for settlement (at once for 0 or less); whether it has
+        settled. ``WrongTypeError`` when ``ceiling_s`` is not a number of seconds."""
+        return (await self._wait(transition_id, ceiling_s)).phase.terminal
 
     async def wait(self, transition_id: str, ceiling_s: float) -> FireResult:
         """Wait up to ``ceiling_s`` for settlement; the answer as of then, settled or not (at
         once for 0 or less). ``WrongTypeError`` when ``ceiling_s`` is not a number of seconds."""
+        return self.result(await self._wait(transition_id, ceiling_s))
+
+    async def _wait(self, transition_id: str, ceiling_s: float) -> Transition:
         check_ceiling(ceiling_s)
         transition = self.held.get(transition_id)
         await wait_settled(transition, ceiling_s, self.clock)
-        return self.result(transition)
+        return transition
+
+    def statistics(self) -> SessionStatistics:
+        """What the session holds and runs now: counts, as a frozen record."""
+        transitions = self.held.transitions.values()
+        return SessionStatistics(
+            fired=self.held.fired,
+            held=len(transitions),
+            pending=sum(1 for t in transitions if not t.phase.terminal),
+            queued=len(self.queue),
+            tasks=len(self.tasks),
+        )
 
     def start_journey(self, name: str, steps: Iterable[str]) -> Journey:
         """Track a named sequence of actions (``page.action`` ids) toward a goal; ``GraphError``

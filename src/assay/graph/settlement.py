@@ -4,7 +4,7 @@
   the fire settles on its handler (never on a state report), rechecked on the state then;
 - contract: the verification loop runs the verify contract until it holds or times out;
 - writes only: the first state report touching a declared write settles it, in FIFO order
-  of firing among the pending fires that wait on that key (the report queue);
+  of firing among the pending fires that wait on that key (``report_queue.py``);
 - neither: the handler's completion settles it, and its effect is unobservable.
 
 A handler that raises is a failure on every path. Elapsed time never settles anything.
@@ -25,10 +25,11 @@ from assay.expr.contract import Contract
 from assay.expr.predicate import Predicate
 from assay.graph.admission import Refusal
 from assay.graph.answers import not_credited
-from assay.graph.binding import AllOf, related
+from assay.graph.binding import AllOf
 from assay.graph.evidence import EvidenceLog, fire_body, refusal_body, settlement_body
 from assay.graph.held import HeldTransitions
 from assay.graph.registry import FireRegistry
+from assay.graph.report_queue import ReportQueue, declared_changes
 from assay.graph.transition import Phase, Transition
 from assay.json.path import parse_path
 from assay.redaction import Redaction
@@ -64,9 +65,8 @@ class Settlement:
         self.claims = registry.claims
         self.held = held
         self.done = done
-        self.queue: list[Transition] = []  # writes-only fires awaiting a state report, FIFO
+        self.reports = ReportQueue(session, self.store, self.claims, redaction)
         self.tasks: set[asyncio.Task[Any]] = set()
-        self._seen = self.store.current  # the version before the next change told
 
     def begin(
         self,
@@ -98,7 +98,7 @@ class Settlement:
         if transition.already_true is None and predicate is not None:
             self._verify(transition, predicate, transition.spec.settle_ms, timeout)
         elif transition.already_true is None and transition.writes:
-            self.queue.append(transition)
+            self.reports.add(transition)
         self._run_handler(transition, handler)
 
     def _unmaterialized(self, transition: Transition) -> None:
@@ -334,69 +334,11 @@ class Settlement:
             self.finish(transition, Phase.FAILED, final)
 
     def on_change(self, snapshot: Snapshot, paths: tuple[tuple[str, ...], ...]) -> None:
-        """Each changed path settles the earliest queued writes-only fire that declares it.
-
-        One report can settle several fires when it touches keys different fires wait on,
-        but never two fires through the same change: FIFO order of firing decides in a
-        session; among the sessions on one substrate, the first to be told claims it. A
-        declared key is touched only when its own value changed (``value_moved``): not by a
-        change to another element of the array holding it, and two fires declaring two
-        elements of one array are each settled by a report changing both.
-        """
-        previous, self._seen = self._seen, snapshot
-        if not self.queue:
-            return
-        taken: list[tuple[str, ...]] = []  # what this session's fires took from the report
-
-        def touched(path: tuple[str, ...], written: tuple[str, ...]) -> tuple[str, ...] | None:
-            """What of the change at ``path`` a fire declaring ``written`` takes: the deeper
-            of the two (an element, when the declared key lies in a changed array), if its
-            value moved and no fire has taken it; else ``None``."""
-            if not related(path, written):
-                return None
-            if not value_moved(previous.objects, snapshot.objects, written):
-                return None
-            unit = path if len(path) >= len(written) else written
-            if any(related(unit, other) for other in taken):
-                return None
-            return unit if self.claims.taken(unit, snapshot.version) is None else None
-
-        for transition in list(self.queue):
-            if transition.phase.terminal:
-                self.queue.remove(transition)
-                continue
-            written = [parse_path(key) for key in transition.writes]
-            units = [
-                unit
-                for path in paths
-                for key in written
-                if (unit := touched(path, key)) is not None
-            ]
-            if not units:
-                continue
-            taken.extend(units)
-            self.queue.remove(transition)
-            self._reported(transition, snapshot, written)
-
-    def _reported(
-        self, transition: Transition, snapshot: Snapshot, written: list[tuple[str, ...]]
-    ) -> None:
-        """A state report touched ``transition``'s declared writes: claim the change, and
-        settle it if its handler has returned."""
-        changes = self._changes(transition, snapshot)
-        transition.commit = summarize_changes(changes, self.redaction)
-        # Its claim: the changes to the keys it declares, an element of an array only.
-        self.claims.claim(transition, self.session, snapshot.version, changes_at(changes, written))
-        if transition.handler_done:
-            self.finish(transition, Phase.WORKED)
-        else:
-            transition.observed = True
+        """A state change: it settles queued writes-only fires (``ReportQueue.on_change``)."""
+        self.reports.on_change(snapshot, paths, self.finish)
 
     def _changes(self, transition: Transition, after: Snapshot) -> list[FieldChange]:
-        """The declared keys that changed from ``transition``'s fire to ``after``, raw (its
-        commit bundle once summarized)."""
-        written = [parse_path(key) for key in transition.writes]
-        return self.store.changes_under(transition.before, after, written)
+        return declared_changes(self.store, transition, after)
 
     def _record(self, kind: str, transition: Transition, body: dict[str, Any]) -> None:
         if self.evidence is not None:
@@ -438,8 +380,7 @@ class Settlement:
             transition.commit = summarize_changes(changes, self.redaction)
         self._settle(transition, phase)
         self._record_settlement(transition)
-        if transition in self.queue:
-            self.queue.remove(transition)
+        self.reports.discard(transition)
         self.registry.release(self.session, transition)
         if phase is Phase.WORKED or (phase is Phase.UNOBSERVABLE and transition.error is None):
             self.done(transition)

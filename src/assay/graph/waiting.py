@@ -4,7 +4,6 @@ waits on, and for how long), and a wait for settlement bounded by a ceiling."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 
 from assay.clock import Clock
 from assay.errors import WrongTypeError
@@ -14,14 +13,11 @@ from assay.graph.transition import Phase, Transition
 from assay.state.snapshot import Snapshot
 
 
-def answer_now(
-    transition: Transition, current: Snapshot, queue: Sequence[Transition], now: float
-) -> Answer:
+def answer_now(transition: Transition, current: Snapshot, queued_before: int, now: float) -> Answer:
     """``did_it_work`` for ``transition`` on ``current``, at monotonic time ``now``: with
-    what it waits on when pending (the writes-only fires ahead of it in ``queue``)."""
+    what it waits on when pending (``queued_before`` writes-only fires queued ahead of it)."""
     if transition.phase is not Phase.PENDING:
         return answer(transition, current)
-    queued_before = queue.index(transition) if transition in queue else 0
     return answer(
         transition,
         current,

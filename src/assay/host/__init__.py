@@ -9,8 +9,8 @@ if TYPE_CHECKING:
     from assay.host.application import Connection as Connection
     from assay.host.application import load_application as load_application
     from assay.host.evidence import DurableEvidence as DurableEvidence
-    from assay.host.host import DEFAULT_SESSION as DEFAULT_SESSION
     from assay.host.host import Host as Host
+    from assay.host.session_registry import DEFAULT_SESSION as DEFAULT_SESSION
 
 __all__ = [
     "DEFAULT_SESSION",
@@ -29,7 +29,7 @@ _WHERE = {
     "Connection": "assay.host.application",
     "load_application": "assay.host.application",
     "DurableEvidence": "assay.host.evidence",
-    "DEFAULT_SESSION": "assay.host.host",
+    "DEFAULT_SESSION": "assay.host.session_registry",
     "Host": "assay.host.host",
 }
 

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import math
 import uuid
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from functools import lru_cache
 from types import TracebackType
@@ -38,8 +36,7 @@ from assay.errors import (
 from assay.expr import compile_expression
 from assay.expr.contract import compile_contract
 from assay.expr.predicate import Predicate
-from assay.graph import answers
-from assay.graph.answers import answer_from_evidence, queued_before, waiting_on
+from assay.graph.answers import answer_from_evidence
 from assay.graph.declaration import Reversibility
 from assay.graph.result import ALREADY_TRUE_WHY, Answer, FireResult
 from assay.graph.session import Session, resolve_thresholds
@@ -48,6 +45,7 @@ from assay.host.evidence import DurableEvidence
 from assay.host.idempotency import IdempotencyCache
 from assay.host.recorded import recorded_answer
 from assay.host.recovery import Recovery
+from assay.host.session_registry import DEFAULT_SESSION, SessionRegistry
 from assay.host.tenure import Tenure, new_owner
 from assay.host.wire import (
     ActionInfo,
@@ -68,11 +66,7 @@ from assay.state.substrate import Substrate, SubstrateState
 from assay.verify.loop import VerifyOptions, verify
 from assay.verify.outcome import VerificationOutcome
 
-DEFAULT_SESSION = "default"
 PROGRESS_EVERY_S = 1.0
-CLOSED_REMEMBERED = 10_000
-"""How many closed sessions' ids the host remembers, to say a session was closed rather than
-that there never was one."""
 SWEEP_EVERY_S = 60.0
 """The longest the host waits between looks for idle sessions."""
 
@@ -119,20 +113,12 @@ class Host:
         self._recovery: Recovery | None = None
         self._tending: asyncio.Task[None] | None = None
         self.evidence = DurableEvidence(ledger, owner=self.owner)
-        self.sessions: dict[str, Session] = {}
+        self.sessions = SessionRegistry(clock)
+        """The open sessions by id, in the order they were opened."""
         self.session_idle_s = session_idle_s
-        # When each opened session (the default one aside) was last named, oldest first.
-        self._used: OrderedDict[str, float] = OrderedDict()
-        # The latest closed sessions' ids, each with why it is gone.
-        self._closed: OrderedDict[str, str] = OrderedDict()
-        # Each open or remembered closed session's place in the order sessions were opened,
-        # so that a page of sessions can go on after one closed since it was listed.
-        self._opened: dict[str, int] = {}
-        self._openings = itertools.count(1)
         self._sweeper: asyncio.Task[None] | None = None
         self.idempotency: IdempotencyCache[ActionResponse] = IdempotencyCache()
         self._connection: Connection | None = None
-        self.default_session = DEFAULT_SESSION
 
     async def start(self) -> None:
         """Build the ledger's Merkle tree, take this host's lease and close the fires that
@@ -154,8 +140,7 @@ class Host:
         await substrate.start()
         # Its own id, so that two runs of a daemon on one ledger never share transition ids;
         # "default" (or no session at all) names it in requests.
-        self.default_session = self.open_session().id
-        self._used.pop(self.default_session)  # it never expires
+        self.sessions.default = self._open(None, None, expires=False).id
         if self.session_idle_s is not None:
             self._sweeper = asyncio.create_task(self._sweep(self.session_idle_s))
         self._tending = asyncio.create_task(self._tend())
@@ -169,9 +154,8 @@ class Host:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         self._sweeper = self._tending = None
-        for session in list(self.sessions.values()):
+        for session in self.sessions.drain():
             await session.close()
-        self.sessions.clear()
         if self._connection is not None:
             await self._connection.aclose()
             self._connection = None
@@ -193,6 +177,25 @@ class Host:
         await self.stop()
 
     @property
+    def default_session(self) -> str:
+        """The default session's id: its own, so that two runs of a daemon on one ledger
+        never share transition ids (``DEFAULT_SESSION`` names it in requests)."""
+        return self.sessions.default
+
+    # The registry's records, under the names tests of the host's memory bounds read.
+    @property
+    def _used(self) -> Mapping[str, float]:
+        return self.sessions.used
+
+    @property
+    def _closed(self) -> Mapping[str, str]:
+        return self.sessions.closed
+
+    @property
+    def _opened(self) -> Mapping[str, int]:
+        return self.sessions.opened
+
+    @property
     def connection(self) -> Connection:
         """The live connection; an error before ``start``."""
         if self._connection is None:
@@ -206,6 +209,9 @@ class Host:
 
     def open_session(self, node: str | None = None, *, session_id: str | None = None) -> Session:
         """A new session at ``node`` (the application's start page by default)."""
+        return self._open(node, session_id, expires=True)
+
+    def _open(self, node: str | None, session_id: str | None, *, expires: bool) -> Session:
         node = node or self.application.start
         if node not in self.graph.pages:
             raise RequestError(
@@ -223,11 +229,7 @@ class Host:
             session_id=session_id or f"{self.graph.app}-{uuid.uuid4().hex[:12]}",
         )
         session.register_actions_by_id(self.connection.handlers)
-        self.sessions.pop(session.id, None)  # a reopened id goes last, as it was opened last
-        self.sessions[session.id] = session
-        self._opened[session.id] = next(self._openings)
-        self._used[session.id] = self.clock.monotonic()
-        self._closed.pop(session.id, None)
+        self.sessions.add(session, expires=expires)
         return session
 
     def list_sessions(self, *, after: str | None = None, limit: int | None = None) -> list[Session]:
@@ -237,46 +239,11 @@ class Host:
         Page on with ``after`` = the last id received; it may have closed since.
         ``NotFoundError`` if ``after`` names no session this host opened and remembers.
         """
-        if limit is not None and (type(limit) is not int or limit < 0):
-            raise WrongTypeError(
-                f"limit must be a whole number ≥ 0, not {limit!r}", parameter="limit"
-            )
-        start = 0
-        if after is not None:
-            found = self._opened.get(self.default_session if after == DEFAULT_SESSION else after)
-            if found is None:
-                raise NotFoundError(
-                    f"after: no session is called {after!r}; page on with the id of the last "
-                    "session received, or leave after out to start from the first",
-                    kind="session",
-                    id=after,
-                )
-            start = found
-        later = (s for s in self.sessions.values() if self._opened[s.id] > start)
-        return list(later if limit is None else itertools.islice(later, limit))
+        return self.sessions.page(after, limit)
 
     def session(self, session_id: str | None) -> Session:
         """The session called ``session_id`` (the default session for ``None``)."""
-        key = session_id or DEFAULT_SESSION
-        session = self.sessions.get(self.default_session if key == DEFAULT_SESSION else key)
-        if session is None:
-            if key in self._closed:
-                raise NotFoundError(
-                    f"the session {key!r} {self._closed[key]}; what it fired and how each "
-                    f"settled is in the ledger (GET /v1/ledger/entries?session={key})",
-                    kind="session",
-                    id=key,
-                )
-            raise NotFoundError(
-                f"no session is called {key!r}; open one with POST /v1/sessions "
-                f"(the default session is {DEFAULT_SESSION!r})",
-                kind="session",
-                id=key,
-            )
-        if session.id in self._used:
-            self._used[session.id] = self.clock.monotonic()
-            self._used.move_to_end(session.id)
-        return session
+        return self.sessions.find(session_id)
 
     async def close_session(self, session_id: str) -> None:
         """Close a session; its transitions stay in the ledger, those still pending settled
@@ -287,12 +254,7 @@ class Host:
         await self._close(session, "was closed")
 
     async def _close(self, session: Session, why: str) -> None:
-        del self.sessions[session.id]
-        self._used.pop(session.id, None)
-        self._closed[session.id] = why
-        if len(self._closed) > CLOSED_REMEMBERED:
-            forgotten, _ = self._closed.popitem(last=False)
-            self._opened.pop(forgotten, None)
+        self.sessions.forget(session, why)
         await session.close()
         await self.evidence.durable()
 
@@ -307,18 +269,10 @@ class Host:
         idle_s = self.session_idle_s
         if idle_s is None:
             return []
-        now = self.clock.monotonic()
         expired: list[str] = []
-        for session_id, used in list(self._used.items()):
-            if now - used < idle_s:
-                break  # oldest first: every later one was named more recently
-            session = self.sessions[session_id]
-            if session.tasks or any(not t.phase.terminal for t in session.transitions.values()):
-                self._used[session_id] = now  # busy, so not idle: looked at again later
-                self._used.move_to_end(session_id)
-                continue
+        for session in self.sessions.idle(idle_s):
             await self._close(session, f"expired: no request named it for {idle_s:g} s")
-            expired.append(session_id)
+            expired.append(session.id)
         return expired
 
     async def _sweep(self, idle_s: float) -> None:
@@ -352,12 +306,13 @@ class Host:
 
     def describe(self, session: Session) -> SessionInfo:
         """Where ``session`` is and what it has fired."""
+        statistics = session.statistics()
         return SessionInfo(
             id=session.id,
             app=self.graph.app,
             node=session.node,
-            transitions=session.fired,
-            pending=sum(1 for t in session.transitions.values() if not t.phase.terminal),
+            transitions=statistics.fired,
+            pending=statistics.pending,
         )
 
     def actions(self, session_id: str | None = None) -> ActionList:
@@ -422,10 +377,10 @@ class Host:
                 self.session(request.session)
             raise
         if fired.transition_id is not None and fired.effect_status == "pending":
-            fired = await self._wait(session, fired.transition_id, request.wait_ms, progress)
+            await self._wait(session, fired.transition_id, request.wait_ms, progress)
         await self.evidence.durable()
-        # Answered as of now: the fire may have settled while its evidence was stored, and
-        # what the answer says must then be durable too.
+        # Answered as of now, not as of the fire: it may have settled while it waited or while
+        # its evidence was stored, and what the answer says must then be durable too.
         response = self._response(session, fired)
         await self.evidence.durable()
         return response
@@ -446,29 +401,25 @@ class Host:
             return await self.adid_it_work(session_id, transition_id)
         if session.let_go(transition_id):  # settled long since: nothing to wait for
             return await self.adid_it_work(session_id, transition_id)
-        session.did_it_work(transition_id)  # NotFoundError before waiting, if it has none
+        session.require_transition(transition_id)  # NotFoundError before waiting
         await self._wait(session, transition_id, wait_ms, progress)
         await self.evidence.durable()
         if session.id not in self.sessions:
             # Closed while this waited, which settled the transition: answer that, not 404.
-            answer = session.did_it_work(transition_id)
-            return TransitionAnswer(session=session.id, **answer.model_dump())
+            return self._told(session, transition_id, None)
         return self.did_it_work(session_id, transition_id)
 
     async def _wait(
         self, session: Session, transition_id: str, wait_ms: int, progress: WaitProgress | None
-    ) -> FireResult:
+    ) -> None:
         ceiling = wait_ms / 1000
         started = self.clock.monotonic()
         while True:
             elapsed = self.clock.monotonic() - started
             left = ceiling - elapsed
             step = left if progress is None else min(left, PROGRESS_EVERY_S)
-            # Shielded: Session.wait cannot tell its own ceiling's cancellation from its
-            # caller's and swallows both; a cancelled caller (an abandoned request) must leave.
-            result = await session.wait(transition_id, max(step, 0.0))
-            if result.effect_status != "pending" or left <= step:
-                return result
+            if await session.wait_settled(transition_id, max(step, 0.0)) or left <= step:
+                return
             if progress is not None:
                 waiting = self._answer(session, transition_id).waiting_on or "settlement"
                 elapsed_ms = (self.clock.monotonic() - started) * 1000
@@ -487,34 +438,10 @@ class Host:
             session = self.session(session_id)
         except NotFoundError as missing:
             return self._unheld(missing, transition_id)
+        entries = None
         if session.let_go(transition_id):
             entries = self.ledger.query(session=session.id, transition=transition_id)
-            answer = self._recorded_answer(session, transition_id, entries)
-        else:
-            answer = self._answer(session, transition_id)
-        return TransitionAnswer(session=session.id, **answer.model_dump())
-
-    def _answer(self, session: Session, transition_id: str) -> Answer:
-        """``session.did_it_work``, with the fires that other sessions of this host queued
-        on a key a pending writes-only fire writes counted in its ``waiting_on``: one state
-        report settles one fire on a key across every session on the substrate, the first
-        session told first (the sessions are told in the order they were opened)."""
-        said = session.did_it_work(transition_id)
-        held = session.transitions.get(transition_id)
-        if (
-            said.answer != "pending"
-            or held is None
-            or held not in session.queue
-            or self.sessions.get(session.id) is not session  # closing
-        ):
-            return said
-        queues = [other.queue for other in self.sessions.values()]
-        waits = waiting_on(held, queued_before(held, queues))
-        if waits == said.waiting_on:
-            return said
-        return answers.answer(
-            held, session.store.current, waiting_on=waits, pending_for_ms=said.pending_for_ms
-        )
+        return self._told(session, transition_id, entries)
 
     async def adid_it_work(self, session_id: str | None, transition_id: str) -> TransitionAnswer:
         """``did_it_work`` for an event loop: a let-go transition's ledger entries are read
@@ -523,13 +450,39 @@ class Host:
             session = self.session(session_id)
         except NotFoundError as missing:
             return await asyncio.to_thread(self._unheld, missing, transition_id)
-        if not session.let_go(transition_id):
-            return self.did_it_work(session_id, transition_id)
-        entries = await asyncio.to_thread(
-            self.ledger.query, session=session.id, transition=transition_id
-        )
-        answer = self._recorded_answer(session, transition_id, entries)
+        entries = None
+        if session.let_go(transition_id):
+            entries = await asyncio.to_thread(
+                self.ledger.query, session=session.id, transition=transition_id
+            )
+        return self._told(session, transition_id, entries)
+
+    def _told(
+        self, session: Session, transition_id: str, entries: list[Entry] | None
+    ) -> TransitionAnswer:
+        """The answer for ``transition_id`` of ``session``: read back from its ledger
+        ``entries`` once it settled and the session let it go, else as the session holds it
+        now (which, for one let go but not in the ledger, says where to look)."""
+        ending = None
+        if entries is not None:
+            kinds = ("settlement", "refusal")
+            ending = next((e for e in reversed(entries) if e.kind in kinds), None)
+        if ending is None:
+            answer = self._answer(session, transition_id)
+        else:
+            assert entries is not None  # an ending is one of them
+            fire = next((entry.body for entry in entries if entry.kind == "fire"), None)
+            answer = answer_from_evidence(transition_id, fire, ending.kind, ending.body)
         return TransitionAnswer(session=session.id, **answer.model_dump())
+
+    def _answer(self, session: Session, transition_id: str) -> Answer:
+        """``session.did_it_work``, with the fires that the other sessions of this host
+        queued counted in a pending writes-only fire's ``waiting_on``: one state report
+        settles one fire on a key across every session on the substrate, the first session
+        told first (the sessions are told in the order they were opened). A session closing
+        is no longer among them, and counts only its own."""
+        held = self.sessions.get(session.id) is session
+        return session.did_it_work(transition_id, alongside=self.sessions.values() if held else ())
 
     def _unheld(self, missing: NotFoundError, transition_id: str) -> TransitionAnswer:
         """The answer for a transition of session ``missing.id``, which this host does not
@@ -547,25 +500,13 @@ class Host:
             raise missing
         return TransitionAnswer(session=missing.id, **answer.model_dump())
 
-    def _recorded_answer(
-        self, session: Session, transition_id: str, entries: list[Entry]
-    ) -> Answer:
-        """The answer for a settled transition, read back from its ledger ``entries``."""
-        ending = next((e for e in reversed(entries) if e.kind in ("settlement", "refusal")), None)
-        if ending is None:
-            return session.did_it_work(transition_id)  # not in the ledger: says where to look
-        fire = next((entry.body for entry in entries if entry.kind == "fire"), None)
-        return answer_from_evidence(transition_id, fire, ending.kind, ending.body)
-
     def _response(self, session: Session, fired: FireResult) -> ActionResponse:
         """The answer for ``fired`` as the session holds it now (the receipt and the answer
         read at one moment, so they never disagree)."""
         answer = None
         if fired.transition_id is not None and fired.ok:
             transition_id = fired.transition_id
-            held = session.transitions.get(transition_id)
-            if held is not None:
-                fired = session.result(held)
+            fired = session.fire_result(transition_id)
             answer = self._answer(session, transition_id)
         executed = fired.ok and fired.materialized
         kind = answer.answer if answer is not None else None

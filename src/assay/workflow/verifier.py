@@ -97,7 +97,7 @@ class StateVerifier:
 
     def verify(self, input: Mapping[str, Any], output: Mapping[str, Any]) -> Verdict:
         results = []
-        state = None if self.session is None else self.session.store.current.objects
+        state = None if self.session is None else self.session.current.objects
         for criterion in self.criteria:
             if state is None:
                 results.append(
