@@ -105,6 +105,7 @@ class Verification:
         "_before",
         "_checking",
         "_clock",
+        "_cycles",
         "_deadline",
         "_dirty",
         "_held",
@@ -149,6 +150,7 @@ class Verification:
         self._at_settle: Snapshot | None = None  # the keys' state when the first check was due
         self._moved = False  # they changed after it was due
         self._checking = False  # the first check has begun
+        self._cycles = 0  # evaluations made
         self._subscription: Subscription | None = None
         self._seen(store.current)
         if predicate.keys:
@@ -190,79 +192,84 @@ class Verification:
             self.cancel()
 
     async def _run(self) -> tuple[VerificationOutcome, Snapshot]:
-        predicate, store, clock = self._predicate, self._store, self._clock
-        deadline, options = self._deadline, self._options
-        interval = None if options.poll_interval_ms is None else options.poll_interval_ms / 1000
-        loop = asyncio.get_running_loop()
+        clock, deadline = self._clock, self._deadline
         if self._settled_at > clock.monotonic():
             await clock.sleep(self._settled_at - clock.monotonic())
-        cycles = 0
-        at_settle, self._at_settle = self._at_settle, None
+        due, self._at_settle = self._at_settle, None
         self._checking = True
         while True:
-            snapshot = store.current
-            self._dirty = False
-            check: Check | None = None
-            if self._held is not None:  # a state observed in time held, if only briefly
-                snapshot, check = self._held
-                cycles += 1
-                break
-            if snapshot.monotonic <= deadline:
-                check = predicate.check(snapshot.objects)
-                cycles += 1
-                if check.result is True:
-                    break
-            if at_settle is not None and (self._moved or snapshot.monotonic > deadline):
-                # This first check ran late, on a state since changed or observed after the
-                # deadline: it is made on the state as it was when it was due.
-                due, at_settle = at_settle, None
-                due_check = predicate.check(due.objects)
-                cycles += 1
-                if due_check.result is True:
-                    snapshot, check = due, due_check
-                    break
-            at_settle = None
-            if check is None:  # the state now was observed after the deadline
-                check = predicate.check(snapshot.objects)
-                cycles += 1
-                break
+            snapshot, check, final = self._judge(due)
+            due = None
             now = clock.monotonic()
-            if now >= deadline or not predicate.keys:
-                break  # out of time, or reading no state: nothing can change it
-            wake_at = deadline if interval is None else min(deadline, now + interval)
-            self._waiter = loop.create_future()
-            timer = clock.call_later(wake_at - now, _resolver(self._waiter))
-            try:
-                await self._waiter
-            finally:
-                timer.cancel()
-                self._waiter = None
-            if self._held is not None:
-                snapshot, check = self._held
-                cycles += 1
+            if final or now >= deadline or not self._predicate.keys:
+                break  # held, out of time, or reading no state: nothing can change it
+            await self._change_or_poll(now)
+            if self._held is None and not self._dirty and clock.monotonic() >= deadline:
                 break
-            if not self._dirty and clock.monotonic() >= deadline:
-                break
-        # Every state of the keys observed in time was judged, as it came or here: one that
-        # holds only on a snapshot observed after the deadline is late, however late this ran.
-        late = check.result is True and snapshot.monotonic > deadline
-        elapsed_ms = round((clock.monotonic() - self._start) * 1000)
+        return self._answer(snapshot, check)
+
+    def _judge(self, due: Snapshot | None) -> tuple[Snapshot, Check, bool]:
+        """One round of checks, on the first of these to hold: a state observed in time that
+        held (judged as it came), the state now if observed in time, the state when the first
+        check was ``due`` (given only to the first round). Answer the snapshot and check, and
+        whether they are final: it held, or nothing observed in time is left to judge."""
+        self._dirty = False
+        if self._held is not None:  # a state observed in time held, if only briefly
+            self._cycles += 1
+            return (*self._held, True)
+        snapshot = self._store.current
+        in_time = snapshot.monotonic <= self._deadline
+        check = self._evaluate(snapshot) if in_time else None
+        if check is not None and check.result is True:
+            return snapshot, check, True
+        if due is not None and (self._moved or not in_time):
+            # This first check ran late, on a state since changed or observed after the
+            # deadline: it is made on the state as it was when it was due.
+            due_check = self._evaluate(due)
+            if due_check.result is True:
+                return due, due_check, True
+        if check is None:  # the state now was observed after the deadline
+            return snapshot, self._evaluate(snapshot), True
+        return snapshot, check, False
+
+    def _evaluate(self, snapshot: Snapshot) -> Check:
+        self._cycles += 1
+        return self._predicate.check(snapshot.objects)
+
+    async def _change_or_poll(self, now: float) -> None:
+        """Wait until a key the predicate reads changes, the next poll is due, or the
+        deadline has come."""
+        interval = self._options.poll_interval_ms
+        wake_at = self._deadline if interval is None else min(self._deadline, now + interval / 1000)
+        self._waiter = asyncio.get_running_loop().create_future()
+        timer = self._clock.call_later(wake_at - now, _resolver(self._waiter))
+        try:
+            await self._waiter
+        finally:
+            timer.cancel()
+            self._waiter = None
+
+    def _answer(self, snapshot: Snapshot, check: Check) -> tuple[VerificationOutcome, Snapshot]:
+        """The outcome of ``check`` on ``snapshot``, and the snapshot it describes. Every state
+        of the keys observed in time was judged, as it came or in ``_judge``: one that holds
+        only on a snapshot observed after the deadline is late, however late this ran."""
+        late = check.result is True and snapshot.monotonic > self._deadline
         if check.result is not True or late:
             # Keys the predicate reads have not changed since its last check (a change would
             # have woken it), but others may have: the outcome describes the state as it is now.
-            snapshot = store.current
+            snapshot = self._store.current
         outcome = _outcome(
-            predicate,
-            store=store,
+            self._predicate,
+            store=self._store,
             before=self._before,
             final=snapshot,
             check=check,
-            cycles=cycles,
-            elapsed_ms=elapsed_ms,
+            cycles=self._cycles,
+            elapsed_ms=round((self._clock.monotonic() - self._start) * 1000),
             redaction=self._redaction,
             subject=self._subject,
             after_action=self._after_action,
-            late_after_ms=options.timeout_ms if late else None,
+            late_after_ms=self._options.timeout_ms if late else None,
         )
         return outcome, snapshot
 
