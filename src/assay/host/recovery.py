@@ -1,28 +1,11 @@
 """``Recovery``: closing the fires a host left open when it stopped uncleanly.
 
-A fire that no settlement or refusal follows is open. While the host that fired it runs,
-that is the truth: it is pending, and that host's session will settle it. Once that host is
-gone (killed, crashed: its lease expired unrenewed, or was dropped), nothing ever will, and
-``did_it_work`` would answer pending forever: an agent would wait on an effect nobody is
-watching for. So another host, or the next run on the same ledger, closes it with a
-settlement in the shape a session writes (``settlement_record``): answer and effect
-``unobservable``, no commit, no outcome, and an error saying that the daemon that fired it
-stopped before it settled, which daemon that was and why it is taken for stopped, and that
-its effect was never checked. Nothing else is released or changed.
-
-Which open fires a host closes:
-
-- those whose owner (the fire body's ``owner``) holds a lease that has expired, or none:
-  never one whose owner's lease is live, and never its own (its sessions settle those);
-- those naming no owner, recorded by an assay older than leases: only if recorded before
-  this host started, and only while no other host holds a live lease (an older daemon holds
-  none, so while others run it cannot be told whether the one that fired is among them).
-
-It looks at start, over the whole ledger in one pass (``LedgerBackend.open_fires``), once its
-own lease is taken; and, while it runs, every third of its lease, whenever it sees an expired
-lease it has not looked at yet. The checks are made again under the store's append lock
-(``LedgerBackend.close_fires``), so that two hosts closing at once store one settlement per
-fire, and a lease renewed meanwhile keeps its fires open.
+An open fire (no settlement or refusal follows it) whose owner's lease expired, or that
+names no owner and predates this host while no other lease is live, gets one settlement in
+a session's shape: ``unobservable``, no commit, and an error naming the daemon that stopped
+and why it is taken for stopped. A host looks at start and, while it runs, whenever it sees
+a lease expire; the checks are made again under the store's append lock, so two hosts store
+one settlement per fire. docs/operations.md gives the rules in full.
 """
 
 from __future__ import annotations
