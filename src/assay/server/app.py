@@ -8,6 +8,8 @@ served by any ASGI server, with lifespan off.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -55,17 +57,46 @@ class Health(BaseModel):
 class Daemon(FastAPI):
     """The daemon's FastAPI app; ``POST /v1/verify`` and ``POST /v1/actions``, its hottest
     routes, are answered ahead of FastAPI's middleware and router (``hot``), with the
-    same answers. A
-    request body over ``state.max_body_bytes`` is refused with a 413 problem."""
+    same answers. A request body over ``state.max_body_bytes`` is refused with a 413
+    problem; a request the daemon is stopped in the middle of (its task cancelled) is
+    answered 503, not the server's 500."""
 
     async def __call__(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send) -> None:
-        if scope["type"] == "http":
-            receive = _limited(receive, self.state.max_body_bytes)
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        receive = _limited(receive, self.state.max_body_bytes)
+        started = False
+
+        async def sending(message: asgi.Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
             if scope["method"] == "POST" and scope["path"] in _HOT:
                 scope["app"] = self
-                await _HOT[scope["path"]](scope, receive, send)
-                return
-        await super().__call__(scope, receive, send)
+                await _HOT[scope["path"]](scope, receive, sending)
+            else:
+                await super().__call__(scope, receive, sending)
+        except asyncio.CancelledError:
+            if started:
+                raise  # half answered: the server closes the connection
+            # Answered, the request ends here: the server neither logs a traceback for it
+            # nor answers 500 in its place.
+            with contextlib.suppress(Exception):  # the client may be gone already
+                await _STOPPED(scope, receive, send)
+
+
+_STOPPED: Final = problems.problem_response(
+    None,
+    503,
+    "daemon-stopped",
+    "Daemon stopped",
+    "the daemon stopped before this request was answered; what it did until then is in the "
+    "ledger: ask GET /v1/transitions/{id} or the run once the daemon is back",
+    headers={"Retry-After": "1"},
+)
 
 
 _HOT: Final = {PATH: serve_verify, FIRE_PATH: serve_fire}
