@@ -50,32 +50,6 @@ async def verify(
     """Verify ``predicate`` against ``store``; ``before`` is the snapshot taken before the
     action, ``dispatched_at`` the instant it was dispatched on ``clock`` (now when not
     given). Without ``before`` there was no action, and the narrative blames none."""
-    outcome, _ = await verify_observed(
-        predicate,
-        store,
-        before=before,
-        options=options,
-        clock=clock,
-        redaction=redaction,
-        subject=subject,
-        dispatched_at=dispatched_at,
-    )
-    return outcome
-
-
-async def verify_observed(
-    predicate: Predicate,
-    store: StateStore,
-    *,
-    before: Snapshot | None = None,
-    options: VerifyOptions = VerifyOptions(),
-    clock: Clock = SYSTEM_CLOCK,
-    redaction: Redaction | None = None,
-    subject: str | None = None,
-    dispatched_at: float | None = None,
-) -> tuple[VerificationOutcome, Snapshot]:
-    """``verify``, and the snapshot its outcome describes: the one the predicate held on in
-    time (a pushed state it held on only briefly included), else the state at the end."""
     verification = Verification(
         predicate,
         store,
@@ -86,7 +60,8 @@ async def verify_observed(
         subject=subject,
         dispatched_at=dispatched_at,
     )
-    return await verification.run()
+    outcome, _ = await verification.run()
+    return outcome
 
 
 class Verification:
@@ -185,7 +160,8 @@ class Verification:
 
     async def run(self) -> tuple[VerificationOutcome, Snapshot]:
         """Settle, then check until the predicate holds in time or the deadline has passed;
-        the outcome, and the snapshot it describes."""
+        the outcome, and the snapshot it describes: the one the predicate held on in time (a
+        pushed state it held on only briefly included), else the state at the end."""
         try:
             return await self._run()
         finally:
