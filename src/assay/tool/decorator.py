@@ -28,7 +28,7 @@ import inspect
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
-from typing import Any, Final, TypeVar, overload
+from typing import Any, Final
 
 from pydantic_core import to_jsonable_python
 
@@ -41,8 +41,6 @@ from assay.ledger import Ledger
 from assay.state.substrate import Substrate
 from assay.tool.loops import LoopBinding, blocked_loop, resolve
 from assay.tool.result import Verification, Verified, summary, verification_of
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 PAGE: Final = "tools"
 """The one page of a verified tool's implicit graph: its action id is ``tools.<name>``."""
@@ -297,46 +295,6 @@ def _wrap(tool: VerifiedTool) -> Callable[..., Any]:
     return wrapper  # type: ignore[no-any-return]
 
 
-@overload
-def verified(
-    fn: F,
-    /,
-    *,
-    substrate: Substrate,
-    writes: Iterable[str] = (),
-    verify: Mapping[str, Any] | str | None = None,
-    timeout_ms: int = 5000,
-    verify_timeout_ms: int | None = None,
-    settle_ms: int = 0,
-    reversibility: str = "reversible",
-    single_flight: bool = False,
-    name: str | None = None,
-    does: str | None = None,
-    ledger: Ledger | None = None,
-    source: str = "agent",
-) -> Callable[..., Any]: ...
-
-
-@overload
-def verified(
-    fn: None = None,
-    /,
-    *,
-    substrate: Substrate,
-    writes: Iterable[str] = (),
-    verify: Mapping[str, Any] | str | None = None,
-    timeout_ms: int = 5000,
-    verify_timeout_ms: int | None = None,
-    settle_ms: int = 0,
-    reversibility: str = "reversible",
-    single_flight: bool = False,
-    name: str | None = None,
-    does: str | None = None,
-    ledger: Ledger | None = None,
-    source: str = "agent",
-) -> Callable[[F], Callable[..., Any]]: ...
-
-
 def verified(
     fn: Callable[..., Any] | None = None,
     /,
@@ -353,7 +311,7 @@ def verified(
     does: str | None = None,
     ledger: Ledger | None = None,
     source: str = "agent",
-) -> Callable[..., Any]:
+) -> Any:
     """Make ``fn`` a verified tool (``@verified(substrate=..., ...)``, or
     ``verified(fn, substrate=..., ...)``): each call fires it as an action declaring
     ``writes`` and ``verify`` (a filter mapping or an expression, ``{name}`` placeholders
