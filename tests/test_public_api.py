@@ -41,7 +41,9 @@ PUBLIC = {
     "UNDEFINED",
     "Undefined",
     "Verdict",
+    "Verification",
     "VerificationOutcome",
+    "Verified",
     "Workflow",
     "WorkflowError",
     "WorkflowLintError",
@@ -49,6 +51,7 @@ PUBLIC = {
     "compile_contract",
     "compile_expression",
     "load_workflow",
+    "verified",
 }
 
 

@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from assay.json.values import Undefined as Undefined
     from assay.ledger import Ledger as Ledger
     from assay.redaction import Redaction as Redaction
+    from assay.tool import Verification as Verification
+    from assay.tool import Verified as Verified
+    from assay.tool import verified as verified
     from assay.verify.outcome import VerificationOutcome as VerificationOutcome
     from assay.workflow import CriterionResult as CriterionResult
     from assay.workflow import RunRecord as RunRecord
@@ -74,6 +77,7 @@ _LAZY = {
     "UNDEFINED": "assay.json.values",
     "Undefined": "assay.json.values",
     "Redaction": "assay.redaction",
+    **{name: "assay.tool" for name in ("Verification", "Verified", "verified")},
     **{
         name: "assay.workflow"
         for name in (
@@ -124,7 +128,9 @@ __all__ = [
     "StepResult",
     "Undefined",
     "Verdict",
+    "Verification",
     "VerificationOutcome",
+    "Verified",
     "Workflow",
     "WorkflowError",
     "WorkflowLintError",
@@ -132,6 +138,7 @@ __all__ = [
     "compile_contract",
     "compile_expression",
     "load_workflow",
+    "verified",
 ]
 
 
