@@ -14,7 +14,7 @@ $(UV):
 	.tools/bin/pip install --quiet uv==$(UV_VERSION)
 
 .venv/.synced: pyproject.toml setup.py uv.lock $(UV) $(wildcard src/assay/*/*.c) $(wildcard src/assay/*/*.h) $(OPENSSL_HEADER)
-	$(UV) sync --frozen
+	$(UV) sync --frozen --extra pydantic-ai --extra openai-agents --extra langgraph
 	touch $@
 
 # The compiled modules (setup.py) build with gcc against the Python headers and, for
