@@ -361,22 +361,9 @@ class Session:
     def start_journey(self, name: str, steps: Iterable[str]) -> Journey:
         """Track a named sequence of actions (``page.action`` ids) toward a goal; ``GraphError``
         naming the first step that is not an action of the graph, which could never be done."""
-        if isinstance(steps, str):
-            raise WrongTypeError(
-                f"the journey {name!r}: steps must be a list of action ids, not the string "
-                f"{steps!r}",
-                parameter="steps",
-            )
-        steps = tuple(steps)
-        for step in steps:
-            if not isinstance(step, str) or self.graph.action(step) is None:
-                raise GraphError(
-                    f"the journey {name!r}: no action is called {step!r}, so it could never be "
-                    "done; steps are page.action ids of the graph"
-                )
-        journey = Journey(name, steps)
-        self.journeys[name] = journey
-        return journey
+        return self.position.start_journey(
+            name, steps, lambda step: self.graph.action(step) is not None
+        )
 
     async def close(self) -> None:
         """Cancel background work (verifications, async handlers) and stop listening.
