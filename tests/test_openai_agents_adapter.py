@@ -7,6 +7,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -19,6 +20,7 @@ from assay import Ledger
 from assay.clock import VirtualClock
 from assay.errors import GraphError
 from assay.ledger import MemoryBackend
+from assay.state.probes import CallableProbe
 from assay.state.store import StateStore
 from assay.state.substrate import Substrate
 from assay.tool.openai_agents import (
@@ -371,3 +373,30 @@ def test_assay_does_not_import_the_sdk_and_the_adapter_names_the_extra_without_i
     assert done.stdout == (
         "assay.tool.openai_agents needs the OpenAI Agents SDK: pip install 'assay[openai-agents]'\n"
     )
+
+
+def test_a_sync_tool_runs_in_a_worker_thread_verified_on_the_runs_loop() -> None:
+    app = {"on": False}
+    substrate = Substrate(
+        probes=[CallableProbe(lambda: {"lamp.on": app["on"]}, name="app", interval=0.02)]
+    )
+    threads: list[str] = []
+
+    def switch(on: bool) -> str:
+        """Switch the lamp."""
+        threads.append(threading.current_thread().name)
+        app["on"] = on
+        return "switched"
+
+    tool = verified_function_tool(
+        switch, substrate=substrate, writes=["lamp.on"], verify="lamp.on === true", timeout_ms=600
+    )
+    model = ScriptedModel(
+        [[function_call("switch", {"on": True}, call_id="call-1")], [assistant_message("On.")]]
+    )
+    agent = Agent(name="lamp", model=model, tools=[tool])
+    assert Runner.run_sync(agent, "Light, please.", run_config=UNTRACED).final_output == "On."
+    [seen] = outputs(model.calls[1])
+    assert json.loads(seen)["verification"]["answer"] == "worked"
+    assert json.loads(seen)["result"] == "switched"
+    assert threads != [threading.current_thread().name]
