@@ -17,7 +17,7 @@ import asyncio
 import functools
 import inspect
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 try:
@@ -33,7 +33,6 @@ except ImportError as missing:  # pragma: no cover - exercised without the extra
     ) from missing
 
 from assay.errors import GraphError, NotFoundError
-from assay.ledger import Ledger
 from assay.state.substrate import Substrate
 from assay.tool.decorator import PAGE, verified
 from assay.tool.loops import LoopBinding
@@ -45,33 +44,22 @@ _SDK_FAILURE: Final = "An error occurred while running the tool."
 
 
 def verified_function_tool(
-    fn: Callable[..., Any] | None = None,
-    /,
-    *,
-    substrate: Substrate,
-    writes: Iterable[str] = (),
-    verify: Mapping[str, Any] | str | None = None,
-    timeout_ms: int = 5000,
-    verify_timeout_ms: int | None = None,
-    settle_ms: int = 0,
-    reversibility: str = "reversible",
-    single_flight: bool = False,
-    name: str | None = None,
-    does: str | None = None,
-    ledger: Ledger | None = None,
-    source: str = "agent",
-    **function_tool_options: Any,
+    fn: Callable[..., Any] | None = None, /, *, substrate: Substrate, **options: Any
 ) -> Any:
     """``fn`` as an SDK ``FunctionTool`` whose calls are verified (``@verified_function_tool(
-    substrate=..., ...)`` or ``verified_function_tool(fn, substrate=..., ...)``): the options
-    of ``assay.verified``, then any of ``function_tool``'s (``failure_error_function``,
-    ``tool_output_guardrails``, ``timeout``, ...). ``name`` names the tool and its action.
-    An SDK ``timeout`` must exceed ``timeout_ms``, or the SDK would cancel every call that
-    waits for its verdict (``GraphError``)."""
+    substrate=..., ...)`` or ``verified_function_tool(fn, substrate=..., ...)``): ``options``
+    are ``assay.verified``'s (``writes``, ``verify``, ``timeout_ms``, ``ledger``, ...), and
+    the rest go to ``function_tool`` (``failure_error_function``, ``tool_output_guardrails``,
+    ``timeout``, ...). ``name`` names the tool and its action. An SDK ``timeout`` must exceed
+    ``timeout_ms``, or the SDK would cancel every call that waits for its verdict
+    (``GraphError``)."""
+    assay_options = {key: value for key, value in options.items() if key in _VERIFIED_OPTIONS}
+    sdk_options = {key: value for key, value in options.items() if key not in _VERIFIED_OPTIONS}
 
     def build(function: Callable[..., Any]) -> FunctionTool:
-        tool_name = name if name is not None else function.__name__
-        sdk_timeout = function_tool_options.get("timeout")
+        tool_name = assay_options.get("name") or function.__name__
+        timeout_ms = assay_options.get("timeout_ms", _VERIFIED_OPTIONS["timeout_ms"].default)
+        sdk_timeout = sdk_options.get("timeout")
         if sdk_timeout is not None and sdk_timeout * 1000 <= timeout_ms:
             raise GraphError(
                 f"{PAGE}.{tool_name}: timeout: the SDK's timeout of {sdk_timeout:g} s would "
@@ -81,25 +69,20 @@ def verified_function_tool(
                 action=tool_name,
                 field="timeout",
             )
-        wrapper = verified(
-            function,
-            substrate=substrate,
-            writes=writes,
-            verify=verify,
-            timeout_ms=timeout_ms,
-            verify_timeout_ms=verify_timeout_ms,
-            settle_ms=settle_ms,
-            reversibility=reversibility,
-            single_flight=single_flight,
-            name=tool_name,
-            does=does,
-            ledger=ledger,
-            source=source,
-        )
+        wrapper = verified(function, substrate=substrate, **{**assay_options, "name": tool_name})
         invoke = _invoker(function, wrapper, substrate.shared(LoopBinding), tool_name)
-        return function_tool(invoke, name_override=tool_name, **function_tool_options)
+        return function_tool(invoke, name_override=tool_name, **sdk_options)
 
     return build if fn is None else build(fn)
+
+
+_VERIFIED_OPTIONS: Final = {
+    name: parameter
+    for name, parameter in inspect.signature(verified).parameters.items()
+    if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name != "substrate"
+}
+"""``assay.verified``'s own options; a ``verified_function_tool`` option not among them is
+``function_tool``'s."""
 
 
 def _invoker(
