@@ -1,0 +1,60 @@
+"""An outbox application for the agent-framework adapters' tests: its state is pushed to a
+``StateStore`` on virtual time, and its send handler does what the test says."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Final
+
+from assay import Ledger
+from assay.clock import VirtualClock
+from assay.ledger import MemoryBackend
+from assay.state.store import StateStore
+from assay.state.substrate import Substrate
+
+SENT: Final = "inbox.sent.{message_id}.status"
+VERIFY: Final = {"writes": [SENT], "verify": {SENT: "sent"}}
+"""A send tool's declaration: it writes the message's status, and works when it is sent."""
+
+
+class Outbox:
+    """The application: messages' statuses, the sends its handler was asked for, and a ledger."""
+
+    def __init__(self, clock: VirtualClock, *, sends: bool = False, **statuses: str) -> None:
+        self.clock = clock
+        self.sends = sends
+        self.raises: Exception | None = None
+        state = {"inbox": {"sent": {key: {"status": value} for key, value in statuses.items()}}}
+        self.substrate = Substrate(StateStore(state, clock=clock), clock=clock)
+        self.substrate.store.heartbeat("app")
+        self.ledger = Ledger(MemoryBackend())
+        self.calls: list[tuple[str, str]] = []
+        self.started = asyncio.Event()
+
+    def send(self, message_id: str, to: str) -> dict[str, str]:
+        """The application's send handler: it marks the message sent only when ``sends``."""
+        self.calls.append((message_id, to))
+        self.started.set()
+        if self.raises is not None:
+            raise self.raises
+        if self.sends:
+            self.substrate.store.report({f"inbox.sent.{message_id}.status": "sent"})
+        return {"id": message_id}
+
+    def mark_sent(self, message_id: str) -> None:
+        """The effect landing late, reported by the application on its own."""
+        self.substrate.store.report({f"inbox.sent.{message_id}.status": "sent"})
+
+    async def run_until_started(self, agent_run: Any, seconds: float) -> Any:
+        """Run ``agent_run`` (an awaitable) with the clock moved ``seconds`` on once the handler
+        has been called; its result, or its exception."""
+        task = asyncio.ensure_future(agent_run)
+        started = asyncio.ensure_future(self.started.wait())
+        await asyncio.wait([task, started], return_when=asyncio.FIRST_COMPLETED)
+        started.cancel()
+        await self.clock.advance(seconds)
+        return await task
+
+    def entries(self) -> list[tuple[str, dict[str, Any]]]:
+        """The ledger's entries, as (kind, body)."""
+        return [(entry.kind, entry.body) for entry in self.ledger.iterate()]
