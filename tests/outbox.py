@@ -16,6 +16,46 @@ SENT: Final = "inbox.sent.{message_id}.status"
 VERIFY: Final = {"writes": [SENT], "verify": {SENT: "sent"}}
 """A send tool's declaration: it writes the message's status, and works when it is sent."""
 
+FIRE = {
+    "action": "tools.send_message",
+    "already_true": None,
+    "args": {"message_id": "m1", "to": "ann"},
+    "contract": '{"inbox.sent.{message_id}.status":"sent"}',
+    "materialized": True,
+    "source": "agent",
+    "state_version": 0,
+    "writes": ["inbox.sent.m1.status"],
+}
+"""The ledger's fire entry for the model's call: its arguments, with no framework context."""
+NO_OP = (
+    'send_message: failed (verification). inbox.sent.m1.status remained "draft" after 1 poll '
+    "cycle (3000ms); nothing observable changed. The action may have failed silently."
+)
+
+
+EVIDENCE = {
+    "key": "inbox.sent.m1.status",
+    "op": "eq",
+    "threshold": "sent",
+    "actual_summary": '"sent"',
+    "result": True,
+    "redacted": False,
+    "reason": None,
+    "elements": None,
+    "missing": None,
+}
+"""The evidence that the send's contract held before the call, for ``m1`` already sent."""
+ALREADY_SETTLED: Final = {
+    "action": "tools.send_message",
+    "answer": "unobservable",
+    "commit": [],
+    "effect": "unobservable",
+    "error": None,
+    "outcome": None,
+    "state_version": 0,
+}
+"""The ledger's settlement of an already-true send: nothing observed its effect."""
+
 
 class Outbox:
     """The application: messages' statuses, the sends its handler was asked for, and a ledger."""

@@ -23,7 +23,7 @@ from assay import Verified, verified
 from assay.clock import VirtualClock
 from assay.errors import WrongTypeError
 from assay.tool.pydantic_ai import VerifiedToolset
-from outbox import VERIFY, Outbox
+from outbox import EVIDENCE, FIRE, NO_OP, VERIFY, Outbox
 
 T = TypeVar("T")
 
@@ -64,23 +64,6 @@ def agent_for(outbox: Outbox, model: Model, **options: Any) -> tuple[Agent[None,
 
     agent = Agent(FunctionModel(model.respond), toolsets=[VerifiedToolset([send_message])])
     return agent, send_message
-
-
-FIRE = {
-    "action": "tools.send_message",
-    "already_true": None,
-    "args": {"message_id": "m1", "to": "ann"},
-    "contract": '{"inbox.sent.{message_id}.status":"sent"}',
-    "materialized": True,
-    "source": "agent",
-    "state_version": 0,
-    "writes": ["inbox.sent.m1.status"],
-}
-"""The ledger's fire entry for the model's call: its arguments, without the ``RunContext``."""
-NO_OP = (
-    'send_message: failed (verification). inbox.sent.m1.status remained "draft" after 1 poll '
-    "cycle (3000ms); nothing observable changed. The action may have failed silently."
-)
 
 
 def test_a_silent_no_op_reaches_the_model_as_a_failed_tool_call() -> None:
@@ -145,19 +128,6 @@ def test_an_already_true_call_carries_its_evidence_and_the_tool_ran() -> None:
             },
         ),
     ]
-
-
-EVIDENCE = {
-    "key": "inbox.sent.m1.status",
-    "op": "eq",
-    "threshold": "sent",
-    "actual_summary": '"sent"',
-    "result": True,
-    "redacted": False,
-    "reason": None,
-    "elements": None,
-    "missing": None,
-}
 
 
 def test_a_late_effect_is_pending_for_the_model_then_worked_when_asked() -> None:
