@@ -95,6 +95,12 @@ class Outbox:
         await self.clock.advance(seconds)
         return await task
 
+    def fire_and_settlement(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The bodies of the ledger's two entries for one call: its fire, its settlement."""
+        (fire, fired), (settlement, settled) = self.entries()
+        assert (fire, settlement) == ("fire", "settlement")
+        return fired, settled
+
     def entries(self) -> list[tuple[str, dict[str, Any]]]:
         """The ledger's entries, as (kind, body)."""
         return [(entry.kind, entry.body) for entry in self.ledger.iterate()]

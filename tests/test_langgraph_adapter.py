@@ -102,10 +102,9 @@ def test_a_silent_no_op_reaches_the_model_as_an_error_tool_message() -> None:
     message = model.returned()
     assert (message.status, message.content, message.artifact) == ("error", NO_OP, None)
     assert outbox.calls == [("m1", "ann")]
-    (fire, fire_body), (settlement, settled) = outbox.entries()
-    assert (fire, fire_body) == ("fire", FIRE)
-    assert (settlement, settled["answer"], settled["outcome"]["passed"]) == (
-        "settlement",
+    fired, settled = outbox.fire_and_settlement()
+    assert fired == FIRE
+    assert (settled["answer"], settled["outcome"]["passed"]) == (
         "failed",
         False,
     )
@@ -164,10 +163,9 @@ def test_a_late_effect_is_pending_for_the_model_then_worked_when_asked() -> None
     )
     assert later.answer == "worked"
     assert later.changed_fields == [FieldChange("inbox.sent.m1.status", "draft", "sent", "changed")]
-    (fire, fire_body), (settlement, settled) = outbox.entries()
-    assert (fire, fire_body) == ("fire", FIRE)
-    assert (settlement, settled["answer"], settled["effect"]) == (
-        "settlement",
+    fired, settled = outbox.fire_and_settlement()
+    assert fired == FIRE
+    assert (settled["answer"], settled["effect"]) == (
         "worked",
         "observed",
     )
@@ -189,10 +187,9 @@ def test_a_raising_tool_reaches_the_model_through_tool_node_error_handling() -> 
         "error",
         "Error: ValueError('mailbox full')\n Please fix your mistakes.",
     )
-    (fire, fire_body), (settlement, settled) = outbox.entries()
-    assert (fire, fire_body) == ("fire", FIRE)
-    assert (settlement, settled["answer"], settled["error"]) == (
-        "settlement",
+    fired, settled = outbox.fire_and_settlement()
+    assert fired == FIRE
+    assert (settled["answer"], settled["error"]) == (
         "failed",
         "the handler raised ValueError: mailbox full",
     )

@@ -23,7 +23,7 @@ from assay import Verified, verified
 from assay.clock import VirtualClock
 from assay.errors import WrongTypeError
 from assay.tool.pydantic_ai import VerifiedToolset
-from outbox import EVIDENCE, FIRE, NO_OP, VERIFY, Outbox
+from outbox import ALREADY_SETTLED, EVIDENCE, FIRE, NO_OP, VERIFY, Outbox
 
 T = TypeVar("T")
 
@@ -80,10 +80,9 @@ def test_a_silent_no_op_reaches_the_model_as_a_failed_tool_call() -> None:
     part = model.returned()
     assert (part.outcome, part.content, part.metadata) == ("failed", NO_OP, None)
     assert outbox.calls == [("m1", "ann")]
-    (fire, fire_body), (settlement, settled) = outbox.entries()
-    assert (fire, fire_body) == ("fire", FIRE)
-    assert (settlement, settled["answer"], settled["error"]) == (
-        "settlement",
+    fired, settled = outbox.fire_and_settlement()
+    assert fired == FIRE
+    assert (settled["answer"], settled["error"]) == (
         "failed",
         'inbox.sent.m1.status remained "draft" after 1 poll cycle (3000ms); nothing '
         "observable changed. The action may have failed silently.",
@@ -115,18 +114,7 @@ def test_an_already_true_call_carries_its_evidence_and_the_tool_ran() -> None:
     )
     assert outbox.entries() == [
         ("fire", {**FIRE, "already_true": [EVIDENCE]}),
-        (
-            "settlement",
-            {
-                "action": "tools.send_message",
-                "answer": "unobservable",
-                "commit": [],
-                "effect": "unobservable",
-                "error": None,
-                "outcome": None,
-                "state_version": 0,
-            },
-        ),
+        ("settlement", ALREADY_SETTLED),
     ]
 
 
@@ -158,10 +146,9 @@ def test_a_late_effect_is_pending_for_the_model_then_worked_when_asked() -> None
         "Contract evaluated to true after 2 poll cycles (3000ms); inbox.sent.m1.status changed "
         'from "draft" to "sent".',
     )
-    (fire, fire_body), (settlement, settled) = outbox.entries()
-    assert (fire, fire_body) == ("fire", FIRE)
-    assert (settlement, settled["answer"], settled["commit"]) == (
-        "settlement",
+    fired, settled = outbox.fire_and_settlement()
+    assert fired == FIRE
+    assert (settled["answer"], settled["commit"]) == (
         "worked",
         [{"after": "sent", "before": "draft", "key": "inbox.sent.m1.status", "kind": "changed"}],
     )
@@ -185,10 +172,9 @@ def test_a_raising_tool_ends_the_run_with_its_error_and_the_ledger_has_the_failu
     ]
     assert len(model.seen) == 1  # pydantic-ai ends the run: the model never sees the error
     assert outbox is not None
-    (fire, fire_body), (settlement, settled) = outbox.entries()
-    assert (fire, fire_body) == ("fire", FIRE)
-    assert (settlement, settled["answer"], settled["error"]) == (
-        "settlement",
+    fired, settled = outbox.fire_and_settlement()
+    assert fired == FIRE
+    assert (settled["answer"], settled["error"]) == (
         "failed",
         "the handler raised ValueError: mailbox full",
     )
