@@ -55,10 +55,13 @@ _CALL: ContextVar[Call] = ContextVar("assay verified call")
 class Call:
     """One call of a verified tool: its arguments, and what the tool did with them."""
 
-    def __init__(self, fn: Callable[..., Any], bound: inspect.BoundArguments) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], bound: inspect.BoundArguments, exclude: frozenset[str]
+    ) -> None:
         self.fn = fn
         self.bound = bound
-        self.args: dict[str, Any] = to_jsonable_python(dict(bound.arguments), fallback=repr)
+        kept = {name: value for name, value in bound.arguments.items() if name not in exclude}
+        self.args: dict[str, Any] = to_jsonable_python(kept, fallback=repr)
         self.started = False
         self.finished = asyncio.Event()
         self.result: Any = None
@@ -128,6 +131,7 @@ class VerifiedTool:
         does: str | None,
         ledger: Ledger | None,
         source: str,
+        exclude: Iterable[str] = (),
     ) -> None:
         if not callable(fn):
             raise WrongTypeError(
@@ -163,6 +167,14 @@ class VerifiedTool:
         self.graph = build_navigation_graph(_APP, {PAGE: {"actions": {self.name: declaration}}})
         self.action_id = f"{PAGE}.{self.name}"
         self.signature = inspect.signature(fn)
+        self.exclude = frozenset([exclude] if isinstance(exclude, str) else exclude)
+        unknown = sorted(self.exclude - set(self.signature.parameters))
+        if unknown:
+            raise WrongTypeError(
+                f"exclude names {', '.join(map(repr, unknown))}, which {self.name} has no "
+                f"parameter called; its parameters are {', '.join(self.signature.parameters)}",
+                parameter="exclude",
+            )
         self.binding = substrate.shared(LoopBinding)
         self._session: Session | None = None
 
@@ -171,7 +183,7 @@ class VerifiedTool:
         function itself raises for arguments that do not fit its signature)."""
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
-        return Call(self.fn, bound)
+        return Call(self.fn, bound, self.exclude)
 
     def _new_session(self) -> Session:
         session = self.graph.create_session(
@@ -292,7 +304,14 @@ def _wrap(tool: VerifiedTool) -> Callable[..., Any]:
     wrapper.__signature__ = tool.signature.replace(return_annotation=Verified)
     wrapper.__annotations__ = {**getattr(fn, "__annotations__", {}), "return": Verified}
     wrapper.did_it_work = tool.did_it_work
+    wrapper.__assay_tool__ = tool
     return wrapper  # type: ignore[no-any-return]
+
+
+def tool_of(fn: object) -> VerifiedTool | None:
+    """The verified tool ``fn`` stands for, or ``None`` when ``verified`` did not make it."""
+    tool = getattr(fn, "__assay_tool__", None)
+    return tool if isinstance(tool, VerifiedTool) else None
 
 
 def verified(
@@ -311,6 +330,7 @@ def verified(
     does: str | None = None,
     ledger: Ledger | None = None,
     source: str = "agent",
+    exclude: Iterable[str] = (),
 ) -> Any:
     """Make ``fn`` a verified tool (``@verified(substrate=..., ...)``, or
     ``verified(fn, substrate=..., ...)``): each call fires it as an action declaring
@@ -319,7 +339,9 @@ def verified(
     returns ``Verified``. ``verify_timeout_ms`` (default ``timeout_ms``) is how long its
     contract is watched; a call that returns pending is asked about later with the
     wrapper's ``did_it_work(transition_id)``. Evidence goes to ``ledger`` when given, else
-    nowhere. A declaration that cannot hold raises ``GraphError`` here, naming the field."""
+    nowhere. ``exclude`` names parameters the function gets but the fire's ``args`` leave out,
+    such as a framework's context (``ctx: RunContext``). A declaration that cannot hold raises
+    ``GraphError`` here, naming the field."""
 
     def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
         return _wrap(
@@ -337,6 +359,7 @@ def verified(
                 does=does,
                 ledger=ledger,
                 source=source,
+                exclude=exclude,
             )
         )
 

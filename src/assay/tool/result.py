@@ -15,6 +15,11 @@ VerificationKind = Literal[
     "worked", "pending", "failed", "already_true", "unobservable", "refused", "unmaterialized"
 ]
 
+NOT_DONE: Final[frozenset[VerificationKind]] = frozenset({"failed", "refused"})
+"""The answers saying a call did not do what it was for: a framework adapter shows them to
+the model as a failed tool call, never as a result, so the model cannot take them for work
+done."""
+
 
 class Verification(BaseModel):
     """assay's answer for one call of a verified tool, read from its transition."""
