@@ -133,7 +133,13 @@ def test_a_silent_no_op_reaches_the_model_as_failed_naming_the_unchanged_key() -
     model = ScriptedModel([[SEND], [assistant_message("It did not go out.")]])
 
     async def main(clock: VirtualClock) -> Any:
-        tool = sender(inbox(clock, m1="draft"), sends=False, timeout_ms=3000, ledger=ledger)
+        tool = sender(
+            inbox(clock, m1="draft"),
+            sends=False,
+            timeout_ms=3000,
+            ledger=ledger,
+            tool_output_guardrails=[],  # unguarded: the whole Verified reaches the model
+        )
         return await drive(Agent(name="mailer", model=model, tools=[tool]), clock, 3.0)
 
     result = run(main)
@@ -291,16 +297,11 @@ def test_a_raising_tool_goes_through_the_sdks_failure_function(
     assert entries[1].body["error"] == "the handler raised ValueError: mailbox full"
 
 
-def test_the_guardrail_withholds_a_failed_calls_own_claim_of_success() -> None:
+def test_by_default_the_guardrail_withholds_a_failed_calls_own_claim_of_success() -> None:
     model = ScriptedModel([[SEND], [assistant_message("It did not go out.")]])
 
     async def main(clock: VirtualClock) -> Any:
-        tool = sender(
-            inbox(clock, m1="draft"),
-            sends=False,
-            timeout_ms=3000,
-            tool_output_guardrails=[verification_guardrail()],
-        )
+        tool = sender(inbox(clock, m1="draft"), sends=False, timeout_ms=3000)  # guarded
         return await drive(Agent(name="mailer", model=model, tools=[tool]), clock, 3.0)
 
     result = run(main)

@@ -50,11 +50,14 @@ def verified_function_tool(
     substrate=..., ...)`` or ``verified_function_tool(fn, substrate=..., ...)``): ``options``
     are ``assay.verified``'s (``writes``, ``verify``, ``timeout_ms``, ``ledger``, ...), and
     the rest go to ``function_tool`` (``failure_error_function``, ``tool_output_guardrails``,
-    ``timeout``, ...). ``name`` names the tool and its action. An SDK ``timeout`` must exceed
-    ``timeout_ms``, or the SDK would cancel every call that waits for its verdict
-    (``GraphError``)."""
+    ``timeout``, ...). ``name`` names the tool and its action. Unless ``tool_output_guardrails``
+    are given, ``verification_guardrail()`` guards it: a failed or refused call reaches the
+    model as its summary alone, never beside the tool's own claim of success. An SDK
+    ``timeout`` must exceed ``timeout_ms``, or the SDK would cancel every call that waits for
+    its verdict (``GraphError``)."""
     assay_options = {key: value for key, value in options.items() if key in _VERIFIED_OPTIONS}
     sdk_options = {key: value for key, value in options.items() if key not in _VERIFIED_OPTIONS}
+    sdk_options.setdefault("tool_output_guardrails", [verification_guardrail()])
 
     def build(function: Callable[..., Any]) -> FunctionTool:
         tool_name = assay_options.get("name") or function.__name__
@@ -165,7 +168,7 @@ def failure_with_verdict(context: RunContextWrapper[Any], error: Exception) -> s
 
 
 def verification_guardrail(
-    *, blocks: Iterable[VerificationKind] = ("failed",), halt: bool = False
+    *, blocks: Iterable[VerificationKind] = ("failed", "refused"), halt: bool = False
 ) -> ToolOutputGuardrail[Any]:
     """A tool output guardrail for verified tools: an answer in ``blocks`` replaces the
     output with the summary alone, so the tool's own result (``{"status": "sent"}``) cannot
