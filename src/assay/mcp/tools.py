@@ -148,9 +148,10 @@ class AssayTools:
         effect) or pending, with the transition_id and waiting_on: exactly what would
         settle it. Call did_it_work with the transition_id to ask again (the first
         progress notification of a wait names it too); if waiting_on names something
-        that will not come, stop waiting. To retry safely, send an idempotency_key. A refusal because of the
-        world (low confidence, another fire in flight) is an answer with its figures; a
-        mistake in the arguments is an error that says what to fix."""
+        that will not come, stop waiting. To retry safely, send an idempotency_key. A
+        refusal because of the world (low confidence, another fire in flight) is an
+        answer with its figures; a mistake in the arguments is an error that says what
+        to fix."""
         try:
             request = ActionRequest(
                 action=action,
