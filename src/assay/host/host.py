@@ -58,6 +58,7 @@ from assay.host.wire import (
     SessionInfo,
     TransitionAnswer,
     VerifyRequest,
+    success_of,
 )
 from assay.json.path import parse_path, read_path
 from assay.ledger.entry import Entry
@@ -570,12 +571,9 @@ class Host:
         why = answer.why if answer is not None else fired.error
         if answer is not None and fired.already_true is not None:
             why = f"{ALREADY_TRUE_WHY} {why}"
-        success = (
-            True if kind == "worked" else None if kind in ("pending", "unobservable") else False
-        )
         return ActionResponse(
             executed=executed,
-            success=success,
+            success=success_of(kind),
             session=session.id,
             ok=fired.ok,
             did=fired.did,

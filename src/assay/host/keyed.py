@@ -17,8 +17,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final
 
+from assay.graph.answers import EFFECT_STATUSES
+from assay.graph.transition import Phase
 from assay.host.idempotency import DEFAULT_CAPACITY
-from assay.host.wire import ActionResponse, TransitionAnswer
+from assay.host.wire import ActionResponse, TransitionAnswer, success_of
 from assay.ledger.ledger import Ledger
 
 BODY_FIELD: Final = "idempotency"
@@ -101,16 +103,6 @@ def _keyed(body: Any) -> dict[str, str] | None:
     return keyed
 
 
-_STATUSES: Final = {
-    "pending": "pending",
-    "worked": "settled",
-    "unobservable": "settled",
-    "unmaterialized": "settled",
-    "failed": "failed",
-    "refused": "refused",
-}
-
-
 def replayed(answer: TransitionAnswer, action: str) -> ActionResponse:
     """The fire's answer for a retry of a keyed fire found in the ledger: ``did_it_work``
     for its transition now, in the shape a fire answers (without ``failure`` and
@@ -118,15 +110,11 @@ def replayed(answer: TransitionAnswer, action: str) -> ActionResponse:
     kind = answer.answer
     return ActionResponse(
         executed=kind not in ("unmaterialized", "refused"),
-        success=True
-        if kind == "worked"
-        else None
-        if kind in ("pending", "unobservable")
-        else False,
+        success=success_of(kind),
         session=answer.session,
         ok=kind != "refused",
         did=action,
-        effect_status=_STATUSES[kind],  # type: ignore[arg-type]
+        effect_status=EFFECT_STATUSES[Phase(kind)],
         transition_id=answer.transition_id,
         answer=kind,
         waiting_on=answer.waiting_on,
