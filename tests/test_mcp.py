@@ -144,7 +144,8 @@ async def test_bad_arguments_are_tool_errors_that_say_what_to_fix(
     # The SDK ignored an argument its tool does not take: this fire would not have waited.
     misspelt = await client.call_tool("fire", {"action": "panel.arm", "wait": 30_000})
     assert _text(misspelt) == (
-        "fire: no argument is called 'wait'; it takes action, args, wait_ms, verify_expression"
+        "fire: no argument is called 'wait'; it takes action, args, wait_ms, verify_expression, "
+        "idempotency_key"
     )
     listed = await client.call_tool("list_actions", {"page": "panel"})
     assert _text(listed) == "list_actions: no argument is called 'page'; it takes none"
@@ -245,8 +246,12 @@ async def test_progress_is_notified_while_a_tool_waits(
     assert answered["answer"] == "worked" if tool == "fire" else answered["passed"] is True
     ((done, total, message),) = seen
     assert total == 30_000
-    assert 1000 <= done < 30_000
-    assert message == f"waiting on {waiting_on}"
+    if tool == "fire":  # told before any wait, with the transition to ask about
+        assert done == 0
+        assert message == f"waiting on {waiting_on} (transition panel.arm#1)"
+    else:
+        assert 1000 <= done < 30_000
+        assert message == f"waiting on {waiting_on}"
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

@@ -61,7 +61,7 @@ async def test_tools_answer_with_progress_over_streamable_http(
         )
         assert fired.structured_content is not None
         assert fired.structured_content["answer"] == "worked"
-        assert seen == [f"waiting on the verify contract {ARMED} to hold"]
+        assert seen == [f"waiting on the verify contract {ARMED} to hold (transition panel.arm#1)"]
         state = await client.call_tool("get_state", {"keys": ["system.armed"]})
         assert state.structured_content is not None
         assert state.structured_content["objects"] == {"system": {"armed": True}}

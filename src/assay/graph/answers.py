@@ -21,7 +21,7 @@ from assay.verify.outcome import VerificationOutcome
 _EVIDENCE: Final = TypeAdapter(list[ConditionEvidence])
 """Reads recorded condition evidence back, a quantifier's nested element evidence included."""
 
-_STATUSES: Final[dict[Phase, EffectStatus]] = {
+EFFECT_STATUSES: Final[dict[Phase, EffectStatus]] = {
     Phase.PENDING: "pending",
     Phase.WORKED: "settled",
     Phase.UNOBSERVABLE: "settled",
@@ -42,7 +42,7 @@ def fire_result(transition: Transition, current: Snapshot) -> FireResult:
     return FireResult(
         ok=phase is not Phase.REFUSED,
         did=transition.spec.id,
-        effect_status=_STATUSES[phase],
+        effect_status=EFFECT_STATUSES[phase],
         transition_id=transition.id,
         already_true=list(transition.already_true) if transition.already_true is not None else None,
         why=why,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.errors import EvidenceStoppedError, LedgerError
+from assay.host.keyed import BODY_FIELD, KEYED
 from assay.ledger.append_queue import AppendQueue
 from assay.ledger.ledger import Ledger
 
@@ -27,7 +28,8 @@ class DurableEvidence:
     Each fire the log records names its ``owner``, the host's id (the fire body's
     ``owner``): the lease of that id on the ledger says whether the host that fired is still
     alive, so that a fire it left open when it was killed can be closed by another
-    (``assay.host.recovery``).
+    (``assay.host.recovery``); a fire made under an idempotency key names it too
+    (``assay.host.keyed``).
     """
 
     def __init__(self, ledger: Ledger, *, owner: str | None = None) -> None:
@@ -63,8 +65,12 @@ class DurableEvidence:
         run: str | None = None,
     ) -> int:
         """Queue one entry; answers its ticket for ``durable``. Raises if it is malformed."""
-        if kind == "fire" and self.owner is not None and isinstance(body, dict):
-            body = {**body, "owner": self.owner}
+        if kind == "fire" and isinstance(body, dict):
+            if self.owner is not None:
+                body = {**body, "owner": self.owner}
+            keyed = KEYED.get()
+            if keyed is not None:
+                body = {**body, BODY_FIELD: keyed}
         draft = self.ledger.draft(kind, body, session=session, transition=transition, run=run)
         return self._queue.put(draft)
 

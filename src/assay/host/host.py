@@ -42,7 +42,8 @@ from assay.graph.result import ALREADY_TRUE_WHY, Answer, FireResult
 from assay.graph.session import Session, resolve_thresholds
 from assay.host.application import Application, ConnectContext, Connection
 from assay.host.evidence import DurableEvidence
-from assay.host.idempotency import IdempotencyCache
+from assay.host.idempotency import IdempotencyCache, reused
+from assay.host.keyed import KEYED, KeyedFire, KeyedFires, keyed_body, replayed
 from assay.host.recorded import recorded_answer
 from assay.host.recovery import Recovery
 from assay.host.session_registry import DEFAULT_SESSION, SessionRegistry
@@ -57,6 +58,7 @@ from assay.host.wire import (
     SessionInfo,
     TransitionAnswer,
     VerifyRequest,
+    success_of,
 )
 from assay.json.path import parse_path, read_path
 from assay.ledger.entry import Entry
@@ -118,6 +120,9 @@ class Host:
         self.session_idle_s = session_idle_s
         self._sweeper: asyncio.Task[None] | None = None
         self.idempotency: IdempotencyCache[ActionResponse] = IdempotencyCache()
+        self.keyed = KeyedFires(ledger, self.idempotency.capacity)
+        """The keyed fires the ledger records, read back on the first key memory misses."""
+        self._keyed_loading = asyncio.Lock()
         self._connection: Connection | None = None
 
     async def start(self) -> None:
@@ -348,8 +353,12 @@ class Host:
     ) -> ActionResponse:
         """Fire, wait up to ``request.wait_ms`` for settlement, answer once it is durable.
 
-        With ``idempotency_key``, a retry returns the first answer and never fires again;
-        it may name the default session by any of its names (or leave it out).
+        With ``idempotency_key``, a retry returns the first answer and never fires again,
+        also after a restart: the key is recorded in the fire's entry, and a key this host
+        does not remember is looked for in the ledger (``assay.host.keyed``), its answer then
+        ``did_it_work``'s for that transition after waiting up to ``request.wait_ms``. A retry
+        may name the default session by any of its names (or leave it out). ``progress`` is
+        told first, before any wait, the fire's transition id.
         """
         if request.session is not None and request.session in (
             DEFAULT_SESSION,
@@ -358,12 +367,47 @@ class Host:
             request = request.model_copy(update={"session": None})
         if idempotency_key is None:
             return await self._fire(request, progress)
+        key = idempotency_key
+        told = None if progress is None else _quiet(progress)
         return await self.idempotency.run(
-            scope, idempotency_key, request, lambda: self._fire(request, None)
+            scope,
+            key,
+            request,
+            lambda fingerprint: self._fire(request, told, keyed=(scope, key, fingerprint)),
+            lambda fingerprint: self._recall(scope, key, fingerprint, request, told),
         )
 
-    async def _fire(self, request: ActionRequest, progress: WaitProgress | None) -> ActionResponse:
+    async def _recall(
+        self,
+        scope: str,
+        key: str,
+        fingerprint: str,
+        request: ActionRequest,
+        progress: WaitProgress | None,
+    ) -> ActionResponse | None:
+        """The answer of the fire the ledger records under ``key``, if it does; refused
+        (``IdempotencyKeyReusedError``) when that fire answered a different request."""
+        if not self.keyed.loaded:
+            async with self._keyed_loading:
+                if not self.keyed.loaded:
+                    await asyncio.to_thread(self.keyed.load)
+        found = self.keyed.get(scope, key)
+        if found is None:
+            return None
+        if found.fingerprint != fingerprint:
+            raise reused(key)
+        answer = await self.wait(found.session, found.transition, request.wait_ms, progress)
+        return replayed(answer, request.action)
+
+    async def _fire(
+        self,
+        request: ActionRequest,
+        progress: WaitProgress | None,
+        *,
+        keyed: tuple[str, str, str] | None = None,
+    ) -> ActionResponse:
         session = self.session(request.session)
+        recording = KEYED.set(None if keyed is None else keyed_body(*keyed))
         try:
             fired = await session.afire(
                 request.action,
@@ -376,6 +420,11 @@ class Host:
             if session.closed:  # while the probes were read: say so, as for any closed session
                 self.session(request.session)
             raise
+        finally:
+            KEYED.reset(recording)
+        if keyed is not None and fired.ok and fired.transition_id is not None:
+            scope, key, fingerprint = keyed
+            self.keyed.add(scope, key, KeyedFire(fingerprint, session.id, fired.transition_id))
         if fired.transition_id is not None and fired.effect_status == "pending":
             await self._wait(session, fired.transition_id, request.wait_ms, progress)
         await self.evidence.durable()
@@ -414,6 +463,9 @@ class Host:
     ) -> None:
         ceiling = wait_ms / 1000
         started = self.clock.monotonic()
+        if progress is not None and ceiling > 0:
+            # Before any wait: a caller whose wait is cut short still knows what to ask about.
+            await progress(0.0, float(wait_ms), self._waiting(session, transition_id))
         while True:
             elapsed = self.clock.monotonic() - started
             left = ceiling - elapsed
@@ -421,9 +473,13 @@ class Host:
             if await session.wait_settled(transition_id, max(step, 0.0)) or left <= step:
                 return
             if progress is not None:
-                waiting = self._answer(session, transition_id).waiting_on or "settlement"
                 elapsed_ms = (self.clock.monotonic() - started) * 1000
-                await progress(elapsed_ms, float(wait_ms), waiting)
+                await progress(elapsed_ms, float(wait_ms), self._waiting(session, transition_id))
+
+    def _waiting(self, session: Session, transition_id: str) -> str:
+        """What a wait's progress says it waits on: the transition, and what would settle it."""
+        waiting = self._answer(session, transition_id).waiting_on or "settlement"
+        return f"{waiting} (transition {transition_id})"
 
     def did_it_work(self, session_id: str | None, transition_id: str) -> TransitionAnswer:
         """pending, worked, failed, unobservable, refused or unmaterialized, with evidence.
@@ -515,12 +571,9 @@ class Host:
         why = answer.why if answer is not None else fired.error
         if answer is not None and fired.already_true is not None:
             why = f"{ALREADY_TRUE_WHY} {why}"
-        success = (
-            True if kind == "worked" else None if kind in ("pending", "unobservable") else False
-        )
         return ActionResponse(
             executed=executed,
-            success=success,
+            success=success_of(kind),
             session=session.id,
             ok=fired.ok,
             did=fired.did,
@@ -643,6 +696,17 @@ class Host:
         else:
             snapshot = store.report(request.values, source=request.source)
         return ReportReceipt(changed=snapshot is not None, version=store.version)
+
+
+def _quiet(progress: WaitProgress) -> WaitProgress:
+    """``progress``, its failures ignored: a keyed fire runs on when its first caller has
+    gone, and telling that caller must not fail it for the retries."""
+
+    async def told(elapsed_ms: float, ceiling_ms: float, what: str) -> None:
+        with contextlib.suppress(Exception):
+            await progress(elapsed_ms, ceiling_ms, what)
+
+    return told
 
 
 @lru_cache(maxsize=1024)

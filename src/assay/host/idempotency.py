@@ -5,17 +5,22 @@ while the first is still running — waits for and returns that same answer (or 
 reused with a different request is refused, since returning the first answer to it would
 answer a question it did not ask; a request with an ``idempotency_identity()`` method is
 compared by what that returns (``ActionRequest`` leaves out how long its caller waits). Keys
-live in memory, the most recent ``capacity`` of them.
+live in memory, the most recent ``capacity`` of them; a ``recall``, asked on a miss before
+anything runs, finds an answer kept elsewhere (the host's: a keyed fire in its ledger, from
+before a restart, ``assay.host.keyed``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, Generic, TypeVar
+
+from pydantic import BaseModel
 
 from assay.errors import IdempotencyKeyReusedError, RequestError
 
@@ -35,33 +40,78 @@ class IdempotencyCache(Generic[T]):
     def __len__(self) -> int:
         return len(self._answers)
 
-    async def run(self, scope: str, key: str, request: Any, make: Callable[[], Awaitable[T]]) -> T:
-        """``make()``'s answer for the first request with ``key``; the same answer for every
-        retry; ``IdempotencyKeyReusedError`` when ``request`` differs from the first."""
+    async def run(
+        self,
+        scope: str,
+        key: str,
+        request: Any,
+        make: Callable[[str], Awaitable[T]],
+        recall: Callable[[str], Awaitable[T | None]] | None = None,
+    ) -> T:
+        """``make(fingerprint)``'s answer for the first request with ``key``; the same answer
+        for every retry; ``IdempotencyKeyReusedError`` when ``request`` differs from the
+        first. On a miss, ``recall(fingerprint)`` is asked first: its answer, unless
+        ``None``, is the first one (it raises ``IdempotencyKeyReusedError`` itself)."""
         check_key(key)
-        identity = getattr(request, "idempotency_identity", None)
-        shown = identity() if callable(identity) else request
-        fingerprint = hashlib.sha256(repr(shown).encode()).hexdigest()
+        shown = fingerprint(request)
         slot = (scope, key)
         known = self._answers.get(slot)
         if known is not None:
             first, future = known
-            if first != fingerprint:
-                raise IdempotencyKeyReusedError(
-                    f"the Idempotency-Key {key!r} was first used for a different request; "
-                    "use a new key for a new request",
-                    key=key,
-                )
+            if first != shown:
+                raise reused(key)
             self._answers.move_to_end(slot)
             return await asyncio.shield(future)
         # The work runs as its own task: a first caller that goes away (a dropped connection)
         # must not cancel a fire halfway, or leave its retries nothing to return.
-        task = asyncio.ensure_future(make())
-        self._answers[slot] = (fingerprint, task)
+        task = asyncio.ensure_future(self._first(slot, shown, make, recall))
+        self._answers[slot] = (shown, task)
         while len(self._answers) > self.capacity:
             self._answers.popitem(last=False)
         task.add_done_callback(_observe)
         return await asyncio.shield(task)
+
+    async def _first(
+        self,
+        slot: tuple[str, str],
+        shown: str,
+        make: Callable[[str], Awaitable[T]],
+        recall: Callable[[str], Awaitable[T | None]] | None,
+    ) -> T:
+        if recall is not None:
+            try:
+                recalled = await recall(shown)
+            except IdempotencyKeyReusedError:
+                # Not kept: the key is the recalled request's, and a retry of that one must
+                # find it again rather than this refusal.
+                if self._answers.get(slot, (None, None))[1] is asyncio.current_task():
+                    del self._answers[slot]
+                raise
+            if recalled is not None:
+                return recalled
+        return await make(shown)
+
+
+def fingerprint(request: Any) -> str:
+    """What two requests under one key must share: the SHA-256 of their
+    ``idempotency_identity()`` (the request itself, without that method), a model as JSON
+    with sorted keys, so that it reads the same after a restart; anything else by ``repr``."""
+    identity = getattr(request, "idempotency_identity", None)
+    shown = identity() if callable(identity) else request
+    if isinstance(shown, BaseModel):
+        text = json.dumps(shown.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    else:
+        text = repr(shown)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def reused(key: str) -> IdempotencyKeyReusedError:
+    """The refusal of ``key`` sent again with a different request than the first."""
+    return IdempotencyKeyReusedError(
+        f"the Idempotency-Key {key!r} was first used for a different request; "
+        "use a new key for a new request",
+        key=key,
+    )
 
 
 KEY_FORM: Final = (

@@ -120,6 +120,12 @@ class ActionResponse(BaseModel):
     )
 
 
+def success_of(answer: str | None) -> bool | None:
+    """``ActionResponse.success`` for did_it_work's ``answer``: true once it worked, null while
+    pending or when no effect could be observed, false otherwise."""
+    return True if answer == "worked" else None if answer in ("pending", "unobservable") else False
+
+
 class VerifyRequest(_Input):
     """``POST /v1/verify``: check a contract against a session's state, now and as it changes."""
 

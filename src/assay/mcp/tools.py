@@ -26,6 +26,7 @@ from assay.errors import (
 )
 from assay.host import Host
 from assay.host.excerpt import excerpt
+from assay.host.idempotency import MAX_KEY_LENGTH, check_key
 from assay.host.wire import (
     MAX_EXTRA_EXPRESSION,
     ActionList,
@@ -90,6 +91,14 @@ def _oversized(contract: dict[str, Any]) -> str | None:
     )
 
 
+def _check_key(key: str) -> None:
+    """``check_key``, its refusal naming the tool's argument rather than the HTTP header."""
+    try:
+        check_key(key)
+    except RequestError as error:
+        raise RequestError(f"idempotency_key: {error}", field="idempotency_key") from None
+
+
 class AssayTools:
     """The tools of one MCP server: they act in session ``session`` of ``host``."""
 
@@ -119,6 +128,16 @@ class AssayTools:
             BeforeValidator(_sent_text),
             Field(description=_EXTRA.description),
         ] = None,
+        idempotency_key: Annotated[
+            str | None,
+            Field(
+                description="any unique string (a UUID) naming this fire: a retry with the same "
+                "key and arguments, also after a restart, answers the first fire and never "
+                "fires again; the same key with other arguments is refused",
+                min_length=1,
+                max_length=MAX_KEY_LENGTH,
+            ),
+        ] = None,
         *,
         ctx: Context,
     ) -> Annotated[CallToolResult, ActionResponse]:
@@ -127,10 +146,12 @@ class AssayTools:
         The answer is settled (answer: worked, failed or unobservable, with the evidence;
         already_true lists conditions that held before it fired, which say nothing of its
         effect) or pending, with the transition_id and waiting_on: exactly what would
-        settle it. Call did_it_work with the transition_id to ask again; if waiting_on
-        names something that will not come, stop waiting. A refusal because of the
-        world (low confidence, another fire in flight) is an answer with its figures; a
-        mistake in the arguments is an error that says what to fix."""
+        settle it. Call did_it_work with the transition_id to ask again (the first
+        progress notification of a wait names it too); if waiting_on names something
+        that will not come, stop waiting. To retry safely, send an idempotency_key. A
+        refusal because of the world (low confidence, another fire in flight) is an
+        answer with its figures; a mistake in the arguments is an error that says what
+        to fix."""
         try:
             request = ActionRequest(
                 action=action,
@@ -146,7 +167,11 @@ class AssayTools:
             await ctx.report_progress(elapsed_ms, ceiling_ms, f"waiting on {waiting_on}")
 
         try:
-            response = await self.host.fire(request, progress=progress)
+            if idempotency_key is not None:
+                _check_key(idempotency_key)
+            response = await self.host.fire(
+                request, idempotency_key=idempotency_key, progress=progress
+            )
         except ExpressionSyntaxError as error:
             return problem(f"verify_expression has a syntax error: {error}")
         except (NotFoundError, RequestError) as error:
