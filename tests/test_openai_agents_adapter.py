@@ -396,7 +396,15 @@ def test_a_sync_tool_runs_in_a_worker_thread_verified_on_the_runs_loop() -> None
         [[function_call("switch", {"on": True}, call_id="call-1")], [assistant_message("On.")]]
     )
     agent = Agent(name="lamp", model=model, tools=[tool])
-    assert Runner.run_sync(agent, "Light, please.", run_config=UNTRACED).final_output == "On."
+    try:
+        assert Runner.run_sync(agent, "Light, please.", run_config=UNTRACED).final_output == "On."
+    finally:
+        # run_sync leaves its loop open, the substrate the tool started polling on it: stop
+        # both, as a program would before it exits.
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+        loop.run_until_complete(substrate.stop())
+        loop.close()
+        asyncio.set_event_loop(None)
     [seen] = outputs(model.calls[1])
     assert json.loads(seen)["verification"]["answer"] == "worked"
     assert json.loads(seen)["result"] == "switched"
