@@ -32,6 +32,44 @@ NO_OP = (
     "cycle (3000ms); nothing observable changed. The action may have failed silently."
 )
 
+ALREADY_TRUE: Final = (
+    "send_message: already true, inbox.sent.m1.status held before the call, which says "
+    "nothing of its effect; the tool ran. The handler finished, and no change to the "
+    "declared keys was observed."
+)
+"""The summary of a send of ``m1`` already sent: the contract held before the call."""
+WAITING_ON: Final = (
+    'the verify contract {"inbox.sent.{message_id}.status":"sent"} to hold (on '
+    "inbox.sent.m1.status)"
+)
+"""What a pending send of ``m1`` waits on."""
+PENDING: Final = (
+    f"send_message: pending, waiting on {WAITING_ON} (1,000 ms so far); nothing has settled "
+    "it yet; ask did_it_work('tools.send_message#1') later"
+)
+"""The summary of a send of ``m1`` pending at a ceiling of 1000 ms."""
+LANDED: Final = (
+    "Contract evaluated to true after 2 poll cycles (3000ms); inbox.sent.m1.status changed "
+    'from "draft" to "sent".'
+)
+WORKED: Final = {
+    "verification": {
+        "answer": "worked",
+        "why": LANDED,
+        "transition_id": "tools.send_message#1",
+        "narrative": LANDED,
+        "changed_fields": [
+            {"key": "inbox.sent.m1.status", "before": "draft", "after": "sent", "kind": "changed"}
+        ],
+    },
+    "summary": f"send_message: worked. {LANDED}",
+}
+"""What ``did_it_work`` answers the model for the pending send of ``m1`` once it was sent."""
+UNKNOWN_ID: Final = (
+    "no call of the verified tools asked about here (tools.send_message) has the transition "
+    "id 'tools.archive_message#1'"
+)
+"""What ``did_it_work`` answers the model for a transition id none of its tools made."""
 
 EVIDENCE = {
     "key": "inbox.sent.m1.status",
@@ -84,6 +122,12 @@ class Outbox:
     def mark_sent(self, message_id: str) -> None:
         """The effect landing late, reported by the application on its own."""
         self.substrate.store.report({f"inbox.sent.{message_id}.status": "sent"})
+
+    async def lands_late(self) -> None:
+        """Two seconds on, ``m1``'s send lands and the clock settles (as a model thinks)."""
+        await self.clock.advance(2.0)
+        self.mark_sent("m1")
+        await self.clock.settle()
 
     async def run_until_started(self, agent_run: Any, seconds: float) -> Any:
         """Run ``agent_run`` (an awaitable) with the clock moved ``seconds`` on once the handler

@@ -12,17 +12,28 @@ from typing import Any, TypeVar
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from langchain_core.outputs import ChatResult
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from pydantic import Field
 
 from assay import Verified, verified
 from assay.clock import VirtualClock
-from assay.errors import WrongTypeError
-from assay.state.snapshot import FieldChange
-from assay.tool.langgraph import langchain_tool
-from outbox import ALREADY_SETTLED, EVIDENCE, FIRE, NO_OP, VERIFY, Outbox
+from assay.errors import GraphError, WrongTypeError
+from assay.tool.langgraph import did_it_work_tool, langchain_tool
+from outbox import (
+    ALREADY_SETTLED,
+    ALREADY_TRUE,
+    EVIDENCE,
+    FIRE,
+    NO_OP,
+    PENDING,
+    UNKNOWN_ID,
+    VERIFY,
+    WAITING_ON,
+    WORKED,
+    Outbox,
+)
 
 T = TypeVar("T")
 
@@ -35,9 +46,13 @@ def run(main: Callable[[VirtualClock], Awaitable[T]]) -> T:
 
 class Model(GenericFakeChatModel):
     """The fake chat model, scripted to call ``send_message`` once and then answer, with
-    tools bound (it ignores them) and every list of messages it was sent kept."""
+    tools bound (it ignores them) and every list of messages it was sent kept. With
+    ``thinking``, its second answer waits for it (while the effect lands) and asks
+    ``did_it_work`` about the transition id of its call's answer and the ids in ``asks``."""
 
     seen: list[list[BaseMessage]] = Field(default_factory=list)
+    thinking: Any = None
+    asks: list[str] = Field(default_factory=list)
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Model:  # type: ignore[override]
         return self
@@ -46,6 +61,14 @@ class Model(GenericFakeChatModel):
         self, messages: list[BaseMessage], *args: Any, **kwargs: Any
     ) -> ChatResult:
         self.seen.append(list(messages))
+        if len(self.seen) == 2 and self.thinking is not None:
+            await self.thinking()
+            ids = [json.loads(self.returned().text)["verification"]["transition_id"], *self.asks]
+            calls = [
+                {"name": "did_it_work", "args": {"transition_id": id}, "id": f"ask-{n}"}
+                for n, id in enumerate(ids)
+            ]
+            return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=calls))])
         return self._generate(messages, *args, **kwargs)
 
     def returned(self) -> ToolMessage:
@@ -55,9 +78,9 @@ class Model(GenericFakeChatModel):
         return message
 
 
-def scripted() -> Model:
+def scripted(**options: Any) -> Model:
     call = {"name": "send_message", "args": {"message_id": "m1", "to": "ann"}, "id": "call-1"}
-    return Model(messages=iter([AIMessage("", tool_calls=[call]), AIMessage("done")]))
+    return Model(messages=iter([AIMessage("", tool_calls=[call]), AIMessage("done")]), **options)
 
 
 def graph_for(
@@ -73,15 +96,16 @@ def graph_for(
         """Send the drafted message ``message_id`` to ``to``."""
         return outbox.send(message_id, to)
 
-    tool = langchain_tool(send_message, response_format=response_format)
-    bound = model.bind_tools([tool])
+    tools = [langchain_tool(send_message, response_format=response_format)]
+    tools.append(did_it_work_tool(*tools))
+    bound = model.bind_tools(tools)
 
     async def call_model(state: MessagesState) -> dict[str, Any]:
         return {"messages": [await bound.ainvoke(state["messages"])]}
 
     graph = StateGraph(MessagesState)
     graph.add_node("model", call_model)
-    graph.add_node("tools", ToolNode([tool], handle_tool_errors=handle_tool_errors))
+    graph.add_node("tools", ToolNode(tools, handle_tool_errors=handle_tool_errors))
     graph.add_edge(START, "model")
     graph.add_conditional_edges("model", tools_condition)
     graph.add_edge("tools", "model")
@@ -128,41 +152,38 @@ def test_an_already_true_call_carries_its_evidence_and_the_tool_ran() -> None:
     content = json.loads(message.content)
     assert content["verification"]["answer"] == "already_true"
     assert content["verification"]["already_true"] == [EVIDENCE]
-    assert content["summary"] == (
-        "send_message: already true, inbox.sent.m1.status held before the call, which says "
-        "nothing of its effect; the tool ran. The handler finished, and no change to the "
-        "declared keys was observed."
-    )
+    assert content["summary"] == ALREADY_TRUE
     assert outbox.entries() == [
         ("fire", {**FIRE, "already_true": [EVIDENCE]}),
         ("settlement", ALREADY_SETTLED),
     ]
 
 
-def test_a_late_effect_is_pending_for_the_model_then_worked_when_asked() -> None:
-    model = scripted()
-
-    async def main(clock: VirtualClock) -> tuple[Outbox, Any]:
+def test_a_late_effect_is_pending_for_the_model_then_worked_when_it_asks() -> None:
+    async def main(clock: VirtualClock) -> tuple[Outbox, Model]:
         outbox = Outbox(clock, m1="draft")
-        graph, send = graph_for(outbox, model, timeout_ms=1000, verify_timeout_ms=10_000)
-        await outbox.run_until_started(graph.ainvoke(ASK), 1.0)
-        await clock.advance(2.0)
-        outbox.mark_sent("m1")
-        await clock.settle()
-        return outbox, send.did_it_work("tools.send_message#1")
 
-    outbox, later = run(main)
+        model = scripted(thinking=outbox.lands_late, asks=["tools.archive_message#1"])
+        graph, _ = graph_for(outbox, model, timeout_ms=1000, verify_timeout_ms=10_000)
+        final = await outbox.run_until_started(graph.ainvoke(ASK), 1.0)
+        assert final["messages"][-1].content == "done"
+        return outbox, model
+
+    outbox, model = run(main)
     message = model.returned()
     assert (message.status, message.artifact) == ("success", None)
-    verification = json.loads(message.content)["verification"]
+    pending = json.loads(message.text)
+    verification = pending["verification"]
     assert (verification["answer"], verification["waiting_on"], verification["pending_for_ms"]) == (
         "pending",
-        'the verify contract {"inbox.sent.{message_id}.status":"sent"} to hold (on '
-        "inbox.sent.m1.status)",
+        WAITING_ON,
         1000,
     )
-    assert later.answer == "worked"
-    assert later.changed_fields == [FieldChange("inbox.sent.m1.status", "draft", "sent", "changed")]
+    assert pending["summary"] == PENDING
+    asked, unknown = model.seen[2][-2:]
+    assert isinstance(asked, ToolMessage) and isinstance(unknown, ToolMessage)
+    assert (asked.name, asked.status, json.loads(asked.text)) == ("did_it_work", "success", WORKED)
+    assert (unknown.status, unknown.content) == ("success", UNKNOWN_ID)
     fired, settled = outbox.fire_and_settlement()
     assert fired == FIRE
     assert (settled["answer"], settled["effect"]) == (
@@ -233,3 +254,15 @@ def test_the_schema_and_description_are_the_function_s() -> None:
     assert tool.name == "send_message"
     assert tool.description == "Send the drafted message ``message_id`` to ``to``."
     assert tool.tool_call_schema.model_json_schema()["required"] == ["message_id", "to"]
+
+
+def test_did_it_work_tool_asks_verified_tools_only() -> None:
+    def plain() -> None:
+        """Nothing."""
+
+    with pytest.raises(GraphError) as raised:
+        did_it_work_tool(plain)
+    assert str(raised.value) == (
+        "did_it_work_tool asks verified tools only, and 'plain' was not made by "
+        "langchain_tool or assay.verified"
+    )

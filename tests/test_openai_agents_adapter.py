@@ -29,10 +29,10 @@ from assay.tool.openai_agents import (
     verification_guardrail,
     verified_function_tool,
 )
+from outbox import ALREADY_TRUE, PENDING, SENT, WAITING_ON
 
 T = TypeVar("T")
 
-SENT = "inbox.sent.{message_id}.status"
 SEND = function_call("send_message", {"message_id": "m1", "to": "ann"}, call_id="call-1")
 UNTRACED = RunConfig(tracing_disabled=True)
 
@@ -192,11 +192,7 @@ def test_an_already_true_call_carries_its_evidence_and_the_tool_still_ran() -> N
         (e["key"], e["op"], e["threshold"], e["actual_summary"], e["result"])
         for e in verified["verification"]["already_true"]
     ] == [("inbox.sent.m1.status", "eq", "sent", '"sent"', True)]
-    assert verified["summary"] == (
-        "send_message: already true, inbox.sent.m1.status held before the call, which says "
-        "nothing of its effect; the tool ran. The handler finished, and no change to the "
-        "declared keys was observed."
-    )
+    assert verified["summary"] == ALREADY_TRUE
     entries = list(ledger.iterate())
     assert [entry.kind for entry in entries] == ["fire", "settlement"]
     assert entries[1].body["answer"] == "unobservable"
@@ -234,15 +230,8 @@ def test_a_late_effect_is_pending_at_the_ceiling_then_worked_when_the_model_asks
     assert run(main).final_output == "Sent, in the end."
     pending = json.loads(outputs(model.calls[1])[0])
     assert pending["verification"]["answer"] == "pending"
-    assert pending["verification"]["waiting_on"] == (
-        'the verify contract {"inbox.sent.{message_id}.status":"sent"} to hold '
-        "(on inbox.sent.m1.status)"
-    )
-    assert pending["summary"] == (
-        'send_message: pending, waiting on the verify contract {"inbox.sent.{message_id}.'
-        'status":"sent"} to hold (on inbox.sent.m1.status) (1,000 ms so far); nothing has '
-        "settled it yet; ask did_it_work('tools.send_message#1') later"
-    )
+    assert pending["verification"]["waiting_on"] == WAITING_ON
+    assert pending["summary"] == PENDING
     later = json.loads(outputs(model.calls[2])[1])
     assert later["verification"]["answer"] == "worked"
     assert later["verification"]["changed_fields"] == [

@@ -4,7 +4,7 @@ against ``FunctionModel``, with what reached the model and the ledger pinned."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import pytest
@@ -23,7 +23,19 @@ from assay import Verified, verified
 from assay.clock import VirtualClock
 from assay.errors import WrongTypeError
 from assay.tool.pydantic_ai import VerifiedToolset
-from outbox import ALREADY_SETTLED, EVIDENCE, FIRE, NO_OP, VERIFY, Outbox
+from outbox import (
+    ALREADY_SETTLED,
+    ALREADY_TRUE,
+    EVIDENCE,
+    FIRE,
+    NO_OP,
+    PENDING,
+    UNKNOWN_ID,
+    VERIFY,
+    WAITING_ON,
+    WORKED,
+    Outbox,
+)
 
 T = TypeVar("T")
 
@@ -33,24 +45,45 @@ def run(main: Callable[[VirtualClock], Awaitable[T]]) -> T:
 
 
 class Model:
-    """A model that calls ``send_message`` once, then answers; it keeps what it was sent."""
+    """A model that calls ``send_message`` once, then answers; it keeps what it was sent.
+    With ``asks``, it then thinks (``thinking``, while the effect lands) and asks
+    ``did_it_work`` about the transition id of its call's answer and the ids in ``asks``."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        thinking: Callable[[], Awaitable[None]] | None = None,
+        asks: Sequence[str] = (),
+    ) -> None:
         self.seen: list[list[ModelMessage]] = []
+        self.thinking = thinking
+        self.asks = asks
 
-    def respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    async def respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self.seen.append(list(messages))
         if len(self.seen) == 1:
             call = ToolCallPart("send_message", {"message_id": "m1", "to": "ann"}, "call-1")
             return ModelResponse(parts=[call])
+        if len(self.seen) == 2 and self.thinking is not None:
+            await self.thinking()
+            ids = [self.returned().content["verification"]["transition_id"], *self.asks]
+            asks = [
+                ToolCallPart("did_it_work", {"transition_id": id}, f"ask-{n}")
+                for n, id in enumerate(ids)
+            ]
+            return ModelResponse(parts=asks)
         return ModelResponse(parts=[TextPart("done")])
 
-    def returned(self) -> ToolReturnPart:
-        """The tool's return part, as the model was sent it."""
-        request = self.seen[1][-1]
-        assert isinstance(request, ModelRequest)
-        (part,) = [part for part in request.parts if isinstance(part, ToolReturnPart)]
+    def returned(self, step: int = 1) -> ToolReturnPart:
+        """The tool's return part, as the model was sent it after its ``step``-th answer."""
+        (part,) = self.returns(step)
         return part
+
+    def returns(self, step: int) -> list[ToolReturnPart]:
+        """The tool return parts the model was sent after its ``step``-th answer."""
+        request = self.seen[step][-1]
+        assert isinstance(request, ModelRequest)
+        return [part for part in request.parts if isinstance(part, ToolReturnPart)]
 
 
 def agent_for(outbox: Outbox, model: Model, **options: Any) -> tuple[Agent[None, str], Any]:
@@ -107,45 +140,36 @@ def test_an_already_true_call_carries_its_evidence_and_the_tool_ran() -> None:
     assert part.content["result"] == {"id": "m1"}
     assert part.content["verification"]["answer"] == "already_true"
     assert part.content["verification"]["already_true"] == [EVIDENCE]
-    assert part.content["summary"] == (
-        "send_message: already true, inbox.sent.m1.status held before the call, which says "
-        "nothing of its effect; the tool ran. The handler finished, and no change to the "
-        "declared keys was observed."
-    )
+    assert part.content["summary"] == ALREADY_TRUE
     assert outbox.entries() == [
         ("fire", {**FIRE, "already_true": [EVIDENCE]}),
         ("settlement", ALREADY_SETTLED),
     ]
 
 
-def test_a_late_effect_is_pending_for_the_model_then_worked_when_asked() -> None:
-    model = Model()
-
-    async def main(clock: VirtualClock) -> tuple[Outbox, Any]:
+def test_a_late_effect_is_pending_for_the_model_then_worked_when_it_asks() -> None:
+    async def main(clock: VirtualClock) -> tuple[Outbox, Model]:
         outbox = Outbox(clock, m1="draft")
-        agent, send = agent_for(outbox, model, timeout_ms=1000, verify_timeout_ms=10_000)
-        await outbox.run_until_started(agent.run("send m1 to ann"), 1.0)
-        await clock.advance(2.0)
-        outbox.mark_sent("m1")
-        await clock.settle()
-        return outbox, send.did_it_work("tools.send_message#1")
 
-    outbox, later = run(main)
+        model = Model(thinking=outbox.lands_late, asks=["tools.archive_message#1"])
+        agent, _ = agent_for(outbox, model, timeout_ms=1000, verify_timeout_ms=10_000)
+        result = await outbox.run_until_started(agent.run("send m1 to ann"), 1.0)
+        assert result.output == "done"
+        return outbox, model
+
+    outbox, model = run(main)
     part = model.returned()
     assert part.outcome == "success"
     verification = part.content["verification"]
     assert (verification["answer"], verification["waiting_on"], verification["pending_for_ms"]) == (
         "pending",
-        'the verify contract {"inbox.sent.{message_id}.status":"sent"} to hold (on '
-        "inbox.sent.m1.status)",
+        WAITING_ON,
         1000,
     )
-    assert part.content["summary"].endswith("ask did_it_work('tools.send_message#1') later")
-    assert (later.answer, later.why) == (
-        "worked",
-        "Contract evaluated to true after 2 poll cycles (3000ms); inbox.sent.m1.status changed "
-        'from "draft" to "sent".',
-    )
+    assert part.content["summary"] == PENDING
+    asked, unknown = model.returns(2)
+    assert (asked.tool_name, asked.outcome, asked.content) == ("did_it_work", "success", WORKED)
+    assert (unknown.outcome, unknown.content) == ("success", UNKNOWN_ID)
     fired, settled = outbox.fire_and_settlement()
     assert fired == FIRE
     assert (settled["answer"], settled["commit"]) == (
@@ -225,3 +249,12 @@ def test_only_verified_tools_and_a_run_context_kept_out_of_the_record() -> None:
         "'send_message' takes ctx: RunContext, which pydantic-ai passes and assay would record "
         "as an argument; declare @verified(..., exclude=['ctx'])"
     )
+
+
+def test_the_toolset_offers_did_it_work_unless_told_not_to() -> None:
+    @verified(substrate=Outbox(VirtualClock()).substrate, **VERIFY)
+    def send_message(message_id: str) -> None:
+        """Send a drafted message."""
+
+    assert list(VerifiedToolset([send_message]).tools) == ["send_message", "did_it_work"]
+    assert list(VerifiedToolset([send_message], did_it_work=False).tools) == ["send_message"]

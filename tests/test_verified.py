@@ -20,10 +20,9 @@ from assay.state.probes import CallableProbe
 from assay.state.snapshot import FieldChange
 from assay.state.store import StateStore
 from assay.state.substrate import Substrate
+from outbox import ALREADY_TRUE, PENDING, SENT, WAITING_ON
 
 T = TypeVar("T")
-
-SENT = "inbox.sent.{message_id}.status"
 
 
 def run(main: Callable[[VirtualClock], Awaitable[T]]) -> T:
@@ -113,11 +112,7 @@ def test_an_already_true_call_carries_its_evidence_and_the_tool_still_ran() -> N
         (e.key, e.op, e.threshold, e.actual_summary, e.result)
         for e in verification.already_true or []
     ] == [("inbox.sent.m1.status", "eq", "sent", '"sent"', True)]
-    assert returned.summary == (
-        "send_message: already true, inbox.sent.m1.status held before the call, which says "
-        "nothing of its effect; the tool ran. The handler finished, and no change to the "
-        "declared keys was observed."
-    )
+    assert returned.summary == ALREADY_TRUE
 
 
 def test_a_late_effect_is_pending_at_the_ceiling_then_settles() -> None:
@@ -134,16 +129,9 @@ def test_a_late_effect_is_pending_at_the_ceiling_then_settles() -> None:
 
     returned, later = run(main)
     assert returned.verification.answer == "pending"
-    assert returned.verification.waiting_on == (
-        'the verify contract {"inbox.sent.{message_id}.status":"sent"} to hold '
-        "(on inbox.sent.m1.status)"
-    )
+    assert returned.verification.waiting_on == WAITING_ON
     assert returned.verification.pending_for_ms == 1000
-    assert returned.summary == (
-        'send_message: pending, waiting on the verify contract {"inbox.sent.{message_id}.'
-        'status":"sent"} to hold (on inbox.sent.m1.status) (1,000 ms so far); nothing has '
-        "settled it yet; ask did_it_work('tools.send_message#1') later"
-    )
+    assert returned.summary == PENDING
     assert later.answer == "worked"
     assert later.changed_fields == [FieldChange("inbox.sent.m1.status", "draft", "sent", "changed")]
 

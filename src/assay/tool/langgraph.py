@@ -10,22 +10,25 @@ and the summary as content, so the model cannot take it for a result. A tool tha
 anything else raises as it would without assay, and ``ToolNode``'s ``handle_tool_errors``
 decides what the model sees. Parameters LangChain injects (``InjectedToolCallId``,
 ``InjectedState``, ``ToolRuntime``) are kept out of the record with ``verified``'s
-``exclude``.
+``exclude``. ``did_it_work_tool(*tools)`` is a tool the model calls to ask how a call of any
+of ``tools`` that came back pending stands now.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import json
 from collections.abc import Callable
 from typing import Any, Literal
 
 from assay.errors import WrongTypeError
-from assay.tool.decorator import tool_of
+from assay.tool.asking import DESCRIPTION, NAME, inquiry
+from assay.tool.decorator import VerifiedTool, tool_of
 from assay.tool.result import NOT_DONE, Verified
 
 try:
-    from langchain_core.tools import StructuredTool, ToolException
+    from langchain_core.tools import BaseTool, StructuredTool, ToolException
 except ImportError as error:  # pragma: no cover - exercised without the extra
     raise ImportError(
         "assay.tool.langgraph needs langchain-core and langgraph; install them with "
@@ -78,3 +81,30 @@ def langchain_tool(
     return StructuredTool.from_function(
         name=tool.name, response_format=response_format, **calls, **options
     )
+
+
+def did_it_work_tool(*tools: BaseTool | Callable[..., Any], name: str = NAME) -> StructuredTool:
+    """A tool the model calls with a ``transition_id`` from an earlier answer of any of
+    ``tools`` (made by ``langchain_tool``, or the verified functions themselves) to hear how
+    that call stands now: the ``verification`` as of now and its ``summary`` as JSON, or a
+    sentence saying no call of these tools has that id."""
+    asked = inquiry(tools, _verified_tool, "langchain_tool or assay.verified")
+
+    def did_it_work(transition_id: str) -> str:
+        answered = asked.answer(transition_id)
+        return answered if isinstance(answered, str) else json.dumps(answered, ensure_ascii=False)
+
+    async def did_it_work_async(transition_id: str) -> str:
+        return did_it_work(transition_id)
+
+    did_it_work.__doc__ = DESCRIPTION
+    return StructuredTool.from_function(
+        did_it_work, coroutine=did_it_work_async, name=name, parse_docstring=True
+    )
+
+
+def _verified_tool(tool: object) -> VerifiedTool | None:
+    """The verified tool a ``langchain_tool`` (or a verified function) stands for."""
+    if isinstance(tool, StructuredTool):
+        return tool_of(tool.coroutine or tool.func)
+    return tool_of(tool)

@@ -32,11 +32,12 @@ except ImportError as missing:  # pragma: no cover - exercised without the extra
         "assay.tool.openai_agents needs the OpenAI Agents SDK: pip install 'assay[openai-agents]'"
     ) from missing
 
-from assay.errors import GraphError, NotFoundError
+from assay.errors import GraphError
 from assay.state.substrate import Substrate
-from assay.tool.decorator import PAGE, verified
+from assay.tool.asking import DESCRIPTION, NAME, inquiry
+from assay.tool.decorator import PAGE, VerifiedTool, tool_of, verified
 from assay.tool.loops import LoopBinding
-from assay.tool.result import Verification, VerificationKind, Verified, summary
+from assay.tool.result import VerificationKind, Verified
 
 _NOTE: Final = "assay: "
 _SDK_FAILURE: Final = "An error occurred while running the tool."
@@ -108,53 +109,27 @@ def _invoker(
         return_annotation=str
     )
     invoke.__annotations__ = {**getattr(fn, "__annotations__", {}), "return": str}
-    invoke.did_it_work = wrapper.did_it_work  # type: ignore[attr-defined]
-    invoke.tool_name = tool_name  # type: ignore[attr-defined]
+    invoke.__assay_tool__ = tool_of(wrapper)  # type: ignore[attr-defined]
     return invoke
 
 
-def did_it_work_tool(*tools: FunctionTool, name: str = "did_it_work") -> FunctionTool:
+def did_it_work_tool(*tools: FunctionTool, name: str = NAME) -> FunctionTool:
     """A tool the model calls with a ``transition_id`` from an earlier answer of any of
     ``tools`` (made by ``verified_function_tool``) to hear how that call stands now."""
-    askers: dict[str, tuple[str, Callable[[str], Verification]]] = {}
-    for tool in tools:
-        wrapped = getattr(tool, "__wrapped__", None) if isinstance(tool, FunctionTool) else None
-        ask = getattr(wrapped, "did_it_work", None)
-        if ask is None:
-            raise GraphError(
-                f"did_it_work_tool asks verified tools only, and {getattr(tool, 'name', tool)!r} "
-                "was not made by verified_function_tool",
-                field="tools",
-            )
-        askers[f"{PAGE}.{wrapped.tool_name}"] = (wrapped.tool_name, ask)  # type: ignore[union-attr]
+    asked = inquiry(tools, _verified_tool, "verified_function_tool")
 
     async def did_it_work(transition_id: str) -> str:
-        """Ask whether an earlier call of a verified tool worked, as of now.
+        answered = asked.answer(transition_id)
+        return answered if isinstance(answered, str) else json.dumps(answered, ensure_ascii=False)
 
-        Args:
-            transition_id: The transition_id from that call's verification.
-        """
-        tool_name, ask = askers.get(transition_id.rpartition("#")[0], ("", None))
-        try:
-            if ask is None:
-                raise NotFoundError(
-                    f"no call of these tools ({', '.join(sorted(askers))}) has the transition "
-                    f"id {transition_id!r}",
-                    kind="transition",
-                    id=transition_id,
-                )
-            verification = ask(transition_id)
-        except NotFoundError as error:
-            return str(error)
-        return json.dumps(
-            {
-                "verification": verification.model_dump(mode="json", exclude_none=True),
-                "summary": summary(tool_name, verification),
-            },
-            ensure_ascii=False,
-        )
-
+    did_it_work.__doc__ = DESCRIPTION
     return function_tool(did_it_work, name_override=name)
+
+
+def _verified_tool(tool: object) -> VerifiedTool | None:
+    """The verified tool a ``verified_function_tool`` stands for; ``None`` for another tool."""
+    invoke = getattr(tool, "__wrapped__", None) if isinstance(tool, FunctionTool) else None
+    return tool_of(invoke)
 
 
 def failure_with_verdict(context: RunContextWrapper[Any], error: Exception) -> str:

@@ -9,7 +9,8 @@ summary: the model sees a failed tool result naming what was seen, and is not as
 retry, since calling the action again may do it twice (``ModelRetry`` is for arguments the
 model got wrong). A tool that raises raises as it would without assay. A tool taking
 ``ctx: RunContext`` declares ``exclude=["ctx"]``, so the context reaches the function and
-not assay's record of the call.
+not assay's record of the call. The toolset also offers the model ``did_it_work``, to ask
+about a call of its tools that came back pending (``did_it_work=False`` leaves it out).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from assay.errors import WrongTypeError
+from assay.tool.asking import DESCRIPTION, NAME, Inquiry
 from assay.tool.decorator import tool_of
 from assay.tool.result import NOT_DONE, Verified
 
@@ -37,10 +39,22 @@ class VerifiedToolset(FunctionToolset[AgentDepsT]):
     """A ``FunctionToolset`` of verified tools, whose answers reach the model as verdicts.
 
     ``VerifiedToolset([send_message], **options)`` takes ``FunctionToolset``'s options; a
-    function added later (``add_function``, the ``tool`` decorator) must be verified too."""
+    function added later (``add_function``, the ``tool`` decorator) must be verified too.
+    Unless ``did_it_work=False``, the toolset holds a ``did_it_work(transition_id)`` tool
+    too, answering how a call of any of its verified tools stands now."""
 
-    def __init__(self, tools: Sequence[Callable[..., Any]] = (), **options: Any) -> None:
+    def __init__(
+        self, tools: Sequence[Callable[..., Any]] = (), *, did_it_work: bool = True, **options: Any
+    ) -> None:
+        self.inquiry = Inquiry()
         super().__init__(list(tools), **options)
+        if did_it_work:
+
+            async def ask(transition_id: str) -> dict[str, Any] | str:
+                return self.inquiry.answer(transition_id)
+
+            ask.__doc__ = DESCRIPTION
+            super().add_tool(Tool(ask, name=NAME))
 
     def add_tool(self, tool: Tool[AgentDepsT]) -> None:
         verified_tool = tool_of(tool.function)
@@ -60,6 +74,7 @@ class VerifiedToolset(FunctionToolset[AgentDepsT]):
                     parameter="exclude",
                 )
         super().add_tool(tool)
+        self.inquiry.add(verified_tool)
 
     async def call_tool(
         self,
