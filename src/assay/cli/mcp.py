@@ -56,6 +56,14 @@ def register(commands: Any) -> None:
         f"{DEFAULT_LEASE_S:g}; renewed every third of it): once a killed server's lease has "
         "expired, the fires it left open are closed as unobservable",
     )
+    parser.add_argument(
+        "--tool-per-action",
+        action="store_true",
+        help="also serve one tool per action of the graph, named from its id (inbox.send: "
+        "inbox_send), described by its does and reversibility, its input schema the "
+        "action's arguments made strict (OpenAI strict function calling) with a nullable "
+        "wait_ms; two actions making one name are refused at start",
+    )
     parser.set_defaults(run=run)
 
 
@@ -128,7 +136,7 @@ async def _serve_until_done(
     from assay.mcp.stdio import serve_stdio
 
     async with Host(application, ledger, lease_s=args.lease_s) as host:
-        server = build_server(host)
+        server = build_server(host, tool_per_action=args.tool_per_action)
         prepare_to_serve()
         if args.transport == "stdio":
             await serve_stdio(server)

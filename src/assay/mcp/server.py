@@ -15,6 +15,7 @@ from typing import Any
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import Tool as MCPTool
 from mcp_types import ToolAnnotations
 from pydantic import ValidationError
 
@@ -23,6 +24,7 @@ from assay.graph.declaration import Reversibility
 from assay.graph.graph import NavigationGraph
 from assay.host import Host
 from assay.host.excerpt import excerpt
+from assay.mcp.action_tools import ActionTool, action_tools
 from assay.mcp.messages import ParamsRefusal
 from assay.mcp.results import TEXT_CHARACTERS
 from assay.mcp.tools import AssayTools
@@ -68,9 +70,17 @@ def fire_description(graph: NavigationGraph, base: str) -> str:
     )
 
 
-def build_server(host: Host, *, session: str | None = None, name: str = "assay") -> MCPServer:
+def build_server(
+    host: Host,
+    *,
+    session: str | None = None,
+    name: str = "assay",
+    tool_per_action: bool = False,
+) -> MCPServer:
     """An MCP server with the five tools, acting in ``session`` of ``host`` (the default
-    session when ``None``). ``host`` must be started, and stay so while the server runs."""
+    session when ``None``). ``host`` must be started, and stay so while the server runs.
+    With ``tool_per_action``, also a tool for each action (``assay.mcp.action_tools``);
+    ``GraphError`` when two actions would make the same tool name."""
     tools = AssayTools(host, session)
     server = _Server(
         name,
@@ -93,6 +103,9 @@ def build_server(host: Host, *, session: str | None = None, name: str = "assay")
     }
     for tool_name, (function, description, hints) in registered.items():
         server.add_tool(function, tool_name, description=description, annotations=hints)
+    if tool_per_action:
+        for action_tool in action_tools(host.graph, taken=tuple(registered)):
+            server.add_action_tool(action_tool, tools)
     return server
 
 
@@ -106,6 +119,33 @@ class _Server(MCPServer):
         super().__init__(*args, **kwargs)
         self._taken: dict[str, tuple[str, ...]] = {}
         self._schemas: dict[str, dict[str, Any]] = {}
+        self._action_tools: dict[str, ActionTool] = {}
+
+    def add_action_tool(self, tool: ActionTool, tools: AssayTools) -> None:
+        """Serve ``tool``: listed with its strict input schema, called with its arguments
+        packed as its function takes them (``ActionTool.packed``)."""
+        self.add_tool(
+            tool.firing(tools),
+            tool.name,
+            description=tool.description,
+            annotations=tool.annotations,
+        )
+        self._action_tools[tool.name] = tool
+
+    async def list_tools(self) -> list[MCPTool]:
+        listed = await super().list_tools()
+        return [
+            tool.model_copy(update={"input_schema": self._action_tools[tool.name].input_schema})
+            if tool.name in self._action_tools
+            else tool
+            for tool in listed
+        ]
+
+    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        # What the SDK's HTTP transport checks Mcp-Param headers against: the listed schema.
+        if name in self._action_tools:
+            return self._action_tools[name].input_schema
+        return super()._tool_input_schema(name)
 
     async def arguments_taken(self, name: str) -> tuple[str, ...] | None:
         """The arguments tool ``name`` takes, as its input schema in ``tools/list`` names
@@ -136,6 +176,8 @@ class _Server(MCPServer):
                 for key, kinds in refused.items()
             )
             raise ToolError(f"{name}: {_MISMATCH}: {faults}")
+        if name in self._action_tools:
+            arguments = self._action_tools[name].packed(arguments)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as error:
@@ -152,6 +194,8 @@ class _Server(MCPServer):
         for option in (schema, *schema.get("anyOf", ())):
             given = option.get("type", [])
             kinds += [given] if isinstance(given, str) else list(given)
+            if None in option.get("enum", ()):  # a strict tool's optional enum
+                kinds.append("null")
         return list(dict.fromkeys(kinds))
 
 
