@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import gc
 import itertools
 import json
 import socket
@@ -1000,3 +1001,34 @@ def test_poller_names_the_probes_and_keys_that_collide(
         "taken; narrow one of them (its queries, pointer or keys) so that they answer different "
         "keys"
     )
+
+
+def test_a_read_failing_as_its_reader_is_cancelled_is_retrieved_not_logged() -> None:
+    # The read fails in the same turn as the poller's reader is cancelled (a daemon
+    # stopping): the reader never sees the failure, and asyncio must not report it as an
+    # exception never retrieved (pytest's asyncio runner fails the test that collects one).
+    gate: asyncio.Future[dict[str, Any]] | None = None
+    reported: list[dict[str, Any]] = []
+
+    async def read() -> dict[str, Any]:
+        assert gate is not None
+        return await gate
+
+    async def main() -> None:
+        nonlocal gate
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda _, context: reported.append(context))
+        gate = loop.create_future()
+        poller = Poller([CallableProbe(read, name="app")], lambda *values: None)
+        reader = asyncio.ensure_future(poller.read_once())
+        for _ in range(5):
+            await asyncio.sleep(0)  # the read has started and waits on the gate
+        gate.set_exception(ProbeError("the link went down"))
+        reader.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reader
+        del reader, poller
+        gc.collect()
+
+    asyncio.run(main())
+    assert [context["message"] for context in reported] == []

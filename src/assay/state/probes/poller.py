@@ -174,12 +174,14 @@ class Poller:
                     "not stop when cancelled); no new read starts until it does",
                 )
                 return None
-        return asyncio.ensure_future(self._probes[name].read())
+        reading = asyncio.ensure_future(self._probes[name].read())
+        # Retrieved however this read ends: one that fails as the poller is stopped (its
+        # reader cancelled, so _finish never sees it) is not "never retrieved".
+        reading.add_done_callback(_retrieve)
+        return reading
 
     def _abandon(self, name: str, reading: asyncio.Future[dict[str, Any]]) -> None:
-        self._abandoned[name] = reading
-        # Its outcome no longer matters; retrieving it keeps asyncio from logging it.
-        reading.add_done_callback(lambda done: done.cancelled() or done.exception())
+        self._abandoned[name] = reading  # its outcome no longer matters
 
     def _failed(self, name: str, message: str) -> None:
         self._health[name].record_failure(self._clock.monotonic(), message)
@@ -254,3 +256,8 @@ def _segments(key: str) -> tuple[str, ...]:
 def _set(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
+
+
+def _retrieve(done: asyncio.Future[Any]) -> None:
+    if not done.cancelled():
+        done.exception()
